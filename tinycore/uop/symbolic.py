@@ -1,0 +1,134 @@
+"""Symbolic simplification of integer index arithmetic and constant folding, as graph-rewrite rules.
+
+Index expressions are kept as a canonical linear form (sum of coefficient * term, plus a constant), which lets
+division and modulo by constants cancel the way index math needs: (a*4+b)//4 -> a and (a*4+b)%4 -> b for 0<=b<4.
+"""
+from __future__ import annotations
+import functools, math
+from tinycore.dtype import dtypes
+from tinycore.ops import Ops, GroupOp
+from tinycore.uop.uop import UOp, const_fold
+from tinycore.uop.rewrite import UPat, PatternMatcher, graph_rewrite
+
+def _is_int(u: UOp) -> bool: return dtypes.is_int(u.dtype)
+
+def _sort_key(u: UOp) -> tuple:
+  if (k := u._cache.get("key")) is None: u._cache["key"] = k = (u.op.value, repr(u.arg), tuple(_sort_key(s) for s in u.src))
+  return k
+
+def linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
+  """Decompose an integer expression into ({term: coefficient}, constant)."""
+  if u.op is Ops.CONST: return {}, u.arg
+  if u.op is Ops.ADD:
+    (t0, c0), (t1, c1) = linear_terms(u.src[0]), linear_terms(u.src[1])
+    out = dict(t0)
+    for t, c in t1.items(): out[t] = out.get(t, 0) + c
+    return {t: c for t, c in out.items() if c != 0}, c0 + c1
+  if u.op is Ops.MUL and u.src[1].op is Ops.CONST:
+    t, c = linear_terms(u.src[0])
+    k = u.src[1].arg
+    return ({x: v * k for x, v in t.items()} if k else {}), c * k
+  return {u: 1}, 0
+
+def build_linear(terms: dict[UOp, int], const: int, like: UOp) -> UOp:
+  ret: UOp | None = None
+  for t in sorted(terms, key=_sort_key):
+    c = terms[t]
+    x = t if c == 1 else UOp(Ops.MUL, like.dtype, (t, like.const_like(c)))
+    ret = x if ret is None else UOp(Ops.ADD, like.dtype, (ret, x))
+  if ret is None: return like.const_like(const)
+  return ret if const == 0 else UOp(Ops.ADD, like.dtype, (ret, like.const_like(const)))
+
+def canonical(x: UOp) -> UOp | None:
+  u = x
+  if not _is_int(u): return None
+  t, c = linear_terms(u)
+  ret = build_linear(t, c, u)
+  return None if ret is u else ret
+
+def fold_divmod(x: UOp, d: UOp, op: Ops) -> UOp | None:
+  c = d.arg
+  if c <= 0 or x.vmin < 0: return None
+  if x.vmax < c: return x.const_like(0) if op is Ops.IDIV else x
+  terms, k = linear_terms(x)
+  if any(t.vmin < 0 for t in terms): return None
+  # pull out the parts of x that are whole multiples of c
+  quot = {t: v // c for t, v in terms.items() if v // c}
+  rem = {t: v % c for t, v in terms.items() if v % c}
+  if quot or k >= c or k < 0:
+    rest = build_linear(rem, k % c, x)
+    if op is Ops.MOD: return rest % c
+    return build_linear(quot, k // c, x) + rest // c
+  # a common factor of every coefficient, the constant and the divisor
+  if (g := math.gcd(c, k, *terms.values())) > 1:
+    small = build_linear({t: v // g for t, v in terms.items()}, k // g, x)
+    return small // (c // g) if op is Ops.IDIV else (small % (c // g)) * g
+  # nested: (y//a)//b -> y//(a*b), (y%a)%b -> y%b when b divides a
+  if x.op is Ops.IDIV and op is Ops.IDIV and x.src[1].op is Ops.CONST and x.src[1].arg > 0:
+    return x.src[0] // (x.src[1].arg * c)
+  if x.op is Ops.MOD and op is Ops.MOD and x.src[1].op is Ops.CONST and x.src[1].arg % c == 0: return x.src[0] % c
+  return None
+
+def fold_lt(x: UOp, c: UOp) -> UOp | None:
+  if not _is_int(x): return None
+  terms, k = linear_terms(x)
+  if k != 0 and terms: return build_linear(terms, 0, x) < (c.arg - k)
+  if len(terms) == 1 and (coef := next(iter(terms.values()))) > 1:
+    # t*coef < c  <->  t < ceil(c/coef)
+    return next(iter(terms)) < -(-c.arg // coef)
+  return None
+
+def fold_bounds(x: UOp) -> UOp | None:
+  if (dtypes.is_int(x.dtype) or x.dtype == dtypes.bool) and x.vmin == x.vmax and x.op is not Ops.CONST: return x.const_like(x.vmin)
+  return None
+
+symbolic = PatternMatcher([
+  # constant folding of any ALU op whose inputs are all constants
+  (UPat(GroupOp.ALU, name="x", src=UPat(Ops.CONST)),
+   lambda x: const_fold(x.op, x.dtype, [s.arg for s in x.src]) if x.op is not Ops.MULACC else None),
+  (UPat(Ops.CAST, name="x", src=(UPat(Ops.CONST, name="c"),)), lambda x, c: UOp.const(x.dtype, c.arg)),
+  # values the bounds pin to one number
+  (UPat(GroupOp.ALU | {Ops.SPECIAL, Ops.DEFINE_VAR, Ops.CAST}, name="x"), fold_bounds),
+  # identities
+  (UPat(Ops.ADD, src=[UPat.var("x"), UPat.const(None, 0)]), lambda x: x if _is_int(x) else None),
+  (UPat(Ops.MUL, src=[UPat.var("x"), UPat.const(None, 1)]), lambda x: x if _is_int(x) or dtypes.is_float(x.dtype) else None),
+  (UPat(Ops.MUL, src=[UPat.var("x"), UPat.const(None, 0)]), lambda x: x.const_like(0) if _is_int(x) else None),
+  (UPat(Ops.IDIV, src=(UPat.var("x"), UPat.const(None, 1))), lambda x: x),
+  (UPat(Ops.MOD, src=(UPat.var("x"), UPat.const(None, 1))), lambda x: x.const_like(0)),
+  (UPat(Ops.AND, dtype=dtypes.bool, src=[UPat.var("x"), UPat.const(dtypes.bool, True)]), lambda x: x),
+  (UPat(Ops.AND, dtype=dtypes.bool, src=[UPat.var("x"), UPat.const(dtypes.bool, False)]), lambda x: x.const_like(False)),
+  (UPat(Ops.OR, dtype=dtypes.bool, src=[UPat.var("x"), UPat.const(dtypes.bool, False)]), lambda x: x),
+  (UPat(Ops.OR, dtype=dtypes.bool, src=[UPat.var("x"), UPat.const(dtypes.bool, True)]), lambda x: x.const_like(True)),
+  (UPat(Ops.AND, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("x"))), lambda x: x),
+  (UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, True), UPat.var("a"), UPat.var())), lambda a: a),
+  (UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, False), UPat.var(), UPat.var("b"))), lambda b: b),
+  (UPat(Ops.WHERE, src=(UPat.var(), UPat.var("a"), UPat.var("a"))), lambda a: a),
+  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, src=(UPat.var("x"), UPat.const(dtypes.bool, True))), UPat.const(dtypes.bool, True))),
+   lambda x: x),
+  # integer index arithmetic: linear canonical form, division and modulo folding, comparisons
+  (UPat(Ops.MUL, src=(UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
+   lambda x, c1, c2: x * (c1.arg * c2.arg) if _is_int(x) else None),
+  (UPat(Ops.MUL, src=(UPat(Ops.ADD, name="a"), UPat.cvar("c"))),
+   lambda a, c: a.src[0] * c + a.src[1] * c if _is_int(a) else None),
+  (UPat(Ops.MUL, src=(UPat.cvar("c"), UPat.var("x"))), lambda c, x: x * c if x.op is not Ops.CONST else None),
+  (UPat(Ops.ADD, name="x"), canonical),
+  (UPat((Ops.IDIV, Ops.MOD), name="op", src=(UPat.var("x"), UPat.cvar("d"))),
+   lambda op, x, d: fold_divmod(x, d, op.op) if _is_int(x) else None),
+  (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.cvar("c"))), fold_lt),
+  (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("y"))),
+   lambda x, y: x if x.vmin >= y.vmax else (y if y.vmin >= x.vmax else None) if _is_int(x) else None),
+])
+
+@functools.lru_cache(maxsize=100_000)
+def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)
+
+def render_index(u: UOp) -> str:
+  """Render an index expression in infix form (C-like), for messages and reprs."""
+  syms = {Ops.ADD: "+", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.AND: "&", Ops.OR: "|"}
+  if u.op is Ops.CONST: return str(u.arg)
+  if u.op is Ops.DEFINE_VAR: return u.arg[0]
+  if u.op in (Ops.RANGE, Ops.SPECIAL): return u.arg[0] if isinstance(u.arg, tuple) else f"ridx{u.arg}"
+  if u.op in syms: return f"({render_index(u.src[0])}{syms[u.op]}{render_index(u.src[1])})"
+  if u.op is Ops.MAX: return f"max({render_index(u.src[0])}, {render_index(u.src[1])})"
+  if u.op is Ops.WHERE: return f"({render_index(u.src[0])}?{render_index(u.src[1])}:{render_index(u.src[2])})"
+  return f"{u.op.name.lower()}({', '.join(render_index(s) for s in u.src)})"

@@ -1,0 +1,193 @@
+"""UOp: the immutable, hash-consed node of the IR, used for kernel ASTs, linear programs and index arithmetic."""
+from __future__ import annotations
+import functools, math, weakref
+from typing import Any, Iterator, Union
+from tinycore.dtype import DType, dtypes
+from tinycore.ops import Ops, GroupOp, python_alu
+
+class UOpMetaClass(type):
+  """Hash-consing: building the same (op, dtype, src, arg) twice returns the same object."""
+  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
+    key = (op, dtype, src, arg)
+    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg)
+    return ret
+
+class UOp(metaclass=UOpMetaClass):
+  """One node: `op` from the op set, result `dtype`, sources `src`, and an op-specific `arg`.
+
+  Equality is identity (nodes are hash-consed), so comparisons build nodes: use `.lt()`, `.ne()`, `.eq()`.
+  Python operators on UOps build ALU nodes, which makes index arithmetic read like ordinary code."""
+  __slots__ = ("op", "dtype", "src", "arg", "__weakref__", "_cache")
+  def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
+    self.op, self.dtype, self.src, self.arg, self._cache = op, dtype, src, arg, {}
+  def __reduce__(self) -> tuple: return UOp, (self.op, self.dtype, self.src, self.arg)
+  def __repr__(self) -> str: return pretty(self)
+  def replace(self, **kw: Any) -> UOp:
+    return UOp(kw.get("op", self.op), kw.get("dtype", self.dtype), kw.get("src", self.src), kw.get("arg", self.arg))
+
+  # *** graph walking ***
+  def toposort(self) -> list[UOp]:
+    """Every node reachable from this one, sources before users."""
+    seen: dict[UOp, None] = {}
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      u, expanded = stack.pop()
+      if u in seen: continue
+      if expanded: seen[u] = None
+      else:
+        stack.append((u, True))
+        stack.extend((s, False) for s in reversed(u.src) if s not in seen)
+    return list(seen)
+  def sparents(self) -> set[UOp]: return set(self.toposort())
+
+  # *** constants and construction ***
+  @staticmethod
+  def const(dtype: DType, b: Any) -> UOp:
+    if isinstance(b, UOp): return b
+    return UOp(Ops.CONST, dtype, arg=dtypes.as_const(b, dtype) if not (isinstance(b, float) and math.isnan(b)) else b)
+  def const_like(self, b: Any) -> UOp: return UOp.const(self.dtype, b)
+  @staticmethod
+  def variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.int32) -> UOp:
+    """A symbolic integer (for example a batch size) known to lie in [min_val, max_val]."""
+    return UOp(Ops.DEFINE_VAR, dtype, arg=(name, min_val, max_val))
+  def bind(self, val: int) -> UOp:
+    if self.op is not Ops.DEFINE_VAR: raise ValueError(f"can only bind a Variable, not {self.op}")
+    if not self.arg[1] <= val <= self.arg[2]: raise ValueError(f"value {val} out of range [{self.arg[1]}, {self.arg[2]}] of {self.arg[0]}")
+    return BoundVariable(self, val)
+  def alu(self, op: Ops, *src: UOp) -> UOp:
+    out_dtype = dtypes.bool if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
+    return UOp(op, out_dtype, (self,) + src)
+  def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
+  def bitcast(self, dtype: DType) -> UOp: return UOp(Ops.BITCAST, dtype, (self,))
+  def _b(self, x: Any) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
+  def __add__(self, x: Any) -> UOp: return self.alu(Ops.ADD, self._b(x))
+  def __radd__(self, x: Any) -> UOp: return self._b(x).alu(Ops.ADD, self)
+  def __sub__(self, x: Any) -> UOp: return self.alu(Ops.ADD, -self._b(x))
+  def __rsub__(self, x: Any) -> UOp: return self._b(x).alu(Ops.ADD, -self)
+  def __mul__(self, x: Any) -> UOp: return self.alu(Ops.MUL, self._b(x))
+  def __rmul__(self, x: Any) -> UOp: return self._b(x).alu(Ops.MUL, self)
+  def __floordiv__(self, x: Any) -> UOp: return self.alu(Ops.IDIV, self._b(x))
+  def __mod__(self, x: Any) -> UOp: return self.alu(Ops.MOD, self._b(x))
+  def __neg__(self) -> UOp: return self * -1 if dtypes.is_int(self.dtype) else self.alu(Ops.NEG)
+  def __lt__(self, x: Any) -> UOp: return self.alu(Ops.CMPLT, self._b(x))
+  def __ge__(self, x: Any) -> UOp: return (self < x).logical_not()
+  def __and__(self, x: Any) -> UOp: return self.alu(Ops.AND, self._b(x))
+  def __or__(self, x: Any) -> UOp: return self.alu(Ops.OR, self._b(x))
+  def __xor__(self, x: Any) -> UOp: return self.alu(Ops.XOR, self._b(x))
+  def lt(self, x: Any) -> UOp: return self < x
+  def ne(self, x: Any) -> UOp: return self.alu(Ops.CMPNE, self._b(x))
+  def eq(self, x: Any) -> UOp: return self.ne(x).logical_not()
+  def logical_not(self) -> UOp: return self.ne(True)
+  def maximum(self, x: Any) -> UOp: return self.alu(Ops.MAX, self._b(x))
+  def where(self, a: Any, b: Any) -> UOp:
+    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else UOp.const(dtypes.from_py(a), a))
+    return self.alu(Ops.WHERE, a, a._b(b))
+
+  # *** bounds: every node knows the smallest and largest value it can take ***
+  @property
+  def vmin(self) -> Any: return self._min_max[0]
+  @property
+  def vmax(self) -> Any: return self._min_max[1]
+  @property
+  def _min_max(self) -> tuple[Any, Any]:
+    if (mm := self._cache.get("mm")) is None: self._cache["mm"] = mm = _bounds(self)
+    return mm
+  @property
+  def expr(self) -> str:
+    """A Variable's name."""
+    return self.arg[0]
+  def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
+    memo: dict[UOp, UOp] = dict(mapping)
+    for u in self.toposort():
+      if u not in memo: memo[u] = u.replace(src=tuple(memo[s] for s in u.src)) if u.src else u
+    return memo[self]
+  def vars(self) -> set[UOp]: return {u for u in self.toposort() if u.op is Ops.DEFINE_VAR}
+  def render(self) -> str:
+    """Index arithmetic as a readable expression, for error messages and shape printing."""
+    from tinycore.uop.symbolic import render_index
+    return render_index(self)
+  def simplify(self) -> UOp:
+    from tinycore.uop.symbolic import simplify
+    return simplify(self)
+  def __bool__(self) -> bool: raise TypeError(f"a symbolic value has no truth value: {self.render()}")
+  def __int__(self) -> int:
+    s = self.simplify()
+    if s.op is Ops.CONST: return int(s.arg)
+    raise TypeError(f"symbolic value {s.render()} is not a constant")
+
+# a bound Variable is a plain python object carried next to the graph, not a node of it
+class BoundVariable:
+  """A Variable together with the value it takes for one run (`Variable("bs", 1, 64).bind(16)`)."""
+  __slots__ = ("var", "val")
+  def __init__(self, var: UOp, val: int): self.var, self.val = var, val
+  def __repr__(self) -> str: return f"{self.var.expr}={self.val}"
+  def unbind(self) -> tuple[UOp, int]: return self.var, self.val
+  def __eq__(self, o: object) -> bool: return isinstance(o, BoundVariable) and o.var is self.var and o.val == self.val
+  def __hash__(self) -> int: return hash((self.var, self.val))
+
+def Variable(name: str, min_val: int, max_val: int) -> UOp:
+  """A symbolic integer for shapes that vary between runs, bounded by [min_val, max_val]."""
+  return UOp.variable(name, min_val, max_val)
+
+sint = Union[int, UOp]
+
+def _bounds(u: UOp) -> tuple[Any, Any]:
+  s = u.src
+  if u.op is Ops.CONST: return u.arg, u.arg
+  if u.op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
+  if u.op is Ops.RANGE: return s[0].vmin, s[1].vmax - 1
+  if u.op is Ops.SPECIAL: return 0, u.arg[1] - 1
+  if u.op is Ops.ADD: return s[0].vmin + s[1].vmin, s[0].vmax + s[1].vmax
+  if u.op is Ops.MUL:
+    vals = [s[0].vmin * s[1].vmin, s[0].vmin * s[1].vmax, s[0].vmax * s[1].vmin, s[0].vmax * s[1].vmax]
+    if not all(isinstance(v, (int, bool)) for v in vals): return dtypes.min(u.dtype), dtypes.max(u.dtype)
+    return min(vals), max(vals)
+  if u.op is Ops.IDIV and s[1].op is Ops.CONST and s[1].arg > 0 and s[0].vmin >= 0:
+    return s[0].vmin // s[1].arg, s[0].vmax // s[1].arg
+  if u.op is Ops.MOD and s[1].op is Ops.CONST and s[1].arg > 0 and s[0].vmin >= 0:
+    return (s[0].vmin, s[0].vmax) if s[0].vmax < s[1].arg else (0, s[1].arg - 1)
+  if u.op is Ops.MAX: return max(s[0].vmin, s[1].vmin), max(s[0].vmax, s[1].vmax)
+  if u.op is Ops.CMPLT: return (s[0].vmax < s[1].vmin, s[0].vmin < s[1].vmax)
+  if u.op is Ops.CMPNE:
+    if s[0].vmax < s[1].vmin or s[0].vmin > s[1].vmax: return True, True
+    if s[0].vmin == s[0].vmax == s[1].vmin == s[1].vmax: return False, False
+    return False, True
+  if u.op is Ops.AND and u.dtype == dtypes.bool: return bool(s[0].vmin and s[1].vmin), bool(s[0].vmax and s[1].vmax)
+  if u.op is Ops.OR and u.dtype == dtypes.bool: return bool(s[0].vmin or s[1].vmin), bool(s[0].vmax or s[1].vmax)
+  if u.op is Ops.WHERE: return min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax)
+  if u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.is_int(s[0].dtype) and \
+     dtypes.min(u.dtype) <= s[0].vmin and s[0].vmax <= dtypes.max(u.dtype): return s[0].vmin, s[0].vmax
+  if u.op is Ops.CAST and u.dtype == dtypes.bool: return (s[0].vmin > 0 or s[0].vmax < 0), not (s[0].vmin == s[0].vmax == 0)
+  return dtypes.min(u.dtype), dtypes.max(u.dtype)
+
+def const_fold(op: Ops, dtype: DType, vals: list[Any]) -> UOp: return UOp.const(dtype, python_alu(op, dtype, *vals))
+
+def smax(*xs: sint) -> sint:
+  ints = [x for x in xs if isinstance(x, int)]
+  syms = [x for x in xs if isinstance(x, UOp)]
+  if not syms: return max(ints)
+  return functools.reduce(lambda a, b: a.maximum(b), syms + ([syms[0].const_like(max(ints))] if ints else [])).simplify()
+def sint_to_uop(x: sint) -> UOp: return UOp.const(dtypes.int32, x) if isinstance(x, int) else x
+def resolve(x: Any, default: bool = True) -> bool:
+  """A python bool from a possibly symbolic condition; `default` where the bounds cannot decide."""
+  if not isinstance(x, UOp): return bool(x)
+  s = x.simplify()
+  return bool(s.vmin) if s.vmin == s.vmax else default
+def ssimplify(x: sint) -> sint:
+  if not isinstance(x, UOp): return x
+  s = x.simplify()
+  return int(s.arg) if s.op is Ops.CONST else s
+
+def pretty(u: UOp, indent: int = 0, seen: set | None = None) -> str:
+  """A tree print of a graph, shared nodes shown once."""
+  seen = set() if seen is None else seen
+  pad = "  " * indent
+  if id(u) in seen: return f"{pad}<shared {u.op}>"
+  seen.add(id(u))
+  head = f"{pad}UOp({u.op}, {u.dtype}, arg={u.arg!r}"
+  if not u.src: return head + ")"
+  return head + ", src=(\n" + ",\n".join(pretty(s, indent + 1, seen) for s in u.src) + ")"
+
+def iter_leaves(u: UOp) -> Iterator[UOp]: return (x for x in u.toposort() if not x.src)
