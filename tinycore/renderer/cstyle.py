@@ -1,0 +1,153 @@
+"""A renderer base for C-like languages (C, OpenCL C, CUDA C, HIP, Metal). Plugins subclass it and change spellings.
+
+It renders the linear UOp program the code generator produces:
+  DEFINE_GLOBAL(ptr, arg=i)             buffer argument `data{i}`
+  DEFINE_VAR(int, arg=(name, lo, hi))   int argument for a symbolic size
+  DEFINE_LOCAL(ptr local, arg=(name, n)) local (shared) memory array
+  SPECIAL(int, arg=(name, size))        a group id ("gidx0") or a local id ("lidx0")
+  RANGE(int, src=(start, end), arg=i) .. ENDRANGE(src=(range,))   a loop
+  DEFINE_ACC(dt, src=(init, *ranges), arg=i), ASSIGN(dt, src=(acc, value))   an accumulator
+  LOAD(dt, src=(buf, idx[, gate, alt]))  STORE(src=(buf, idx, value[, gate]))  BARRIER
+  ALU ops, CAST, BITCAST, CONST
+"""
+from __future__ import annotations
+import math
+from collections import Counter
+from typing import Callable
+from tinycore.dtype import DType, PtrDType, dtypes
+from tinycore.ops import Ops, GroupOp
+from tinycore.uop.uop import UOp
+from tinycore.renderer import Renderer
+
+def _fmax(a: str, b: str, dt: DType) -> str:
+  # NaN propagates like numpy.maximum / torch.maximum: a NaN `a` is kept, a NaN `b` wins the comparison
+  return f"((({a})!=({a})||({a})>({b}))?({a}):({b}))" if dtypes.is_float(dt) else f"((({a})>({b}))?({a}):({b}))"
+
+class CStyleLanguage(Renderer):
+  kernel_prefix: str = ""
+  buffer_prefix: str = ""
+  buffer_suffix: str = ""
+  smem_prefix: str = ""
+  smem_align: str = ""
+  arg_int_prefix: str = "const int"
+  barrier: str = ""
+  code_for_workitem: dict[str, Callable[[int], str]] = {}
+  type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short",
+                                dtypes.uint16: "ushort", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int64: "long",
+                                dtypes.uint64: "ulong", dtypes.float16: "half", dtypes.bfloat16: "bfloat16",
+                                dtypes.float32: "float", dtypes.float64: "double"}
+  infinity: str = "INFINITY"
+  nan: str = "NAN"
+  float_suffix: str = "f"
+  # unary math functions by op; `{x}` is the operand. A renderer may spell them per dtype in render_math.
+  math_fns: dict[Ops, str] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
+  code_for_op: dict[Ops, Callable[..., str]] = {
+    Ops.NEG: lambda x, dt: f"(!{x})" if dt == dtypes.bool else f"(-{x})",
+    Ops.ADD: lambda a, b, dt: f"({a}+{b})", Ops.MUL: lambda a, b, dt: f"({a}*{b})",
+    Ops.IDIV: lambda a, b, dt: f"({a}/{b})", Ops.MOD: lambda a, b, dt: f"({a}%{b})", Ops.MAX: _fmax,
+    Ops.CMPLT: lambda a, b, dt: f"({a}<{b})", Ops.CMPNE: lambda a, b, dt: f"({a}!={b})",
+    Ops.AND: lambda a, b, dt: f"({a}&{b})", Ops.OR: lambda a, b, dt: f"({a}|{b})", Ops.XOR: lambda a, b, dt: f"({a}^{b})",
+    Ops.SHL: lambda a, b, dt: f"({a}<<{b})", Ops.SHR: lambda a, b, dt: f"({a}>>{b})",
+    Ops.WHERE: lambda c, a, b, dt: f"({c}?{a}:{b})", Ops.MULACC: lambda a, b, c, dt: f"(({a}*{b})+{c})",
+  }
+
+  # *** spellings a subclass may override ***
+  def render_dtype(self, dt: DType) -> str:
+    if isinstance(dt, PtrDType): return self.render_dtype(dt.base) + "*"
+    if dt.count > 1: return self.type_map[dt.scalar()] + str(dt.count)
+    return self.type_map[dt]
+  def render_cast(self, x: str, dt: DType, from_dt: DType) -> str: return f"(({self.render_dtype(dt)})({x}))"
+  def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
+    return f"(*(({self.render_dtype(dt)}*)&({x})))"
+  def render_math(self, op: Ops, x: str, dt: DType) -> str:
+    if op is Ops.RECIP: return f"(1/{x})" if not dtypes.is_float(dt) else f"({self.render_const(1.0, dt)}/{x})"
+    return f"{self.math_fns[op]}({x})"
+  def render_const(self, x: float | int | bool, dt: DType) -> str:
+    if dt.count > 1: raise NotImplementedError("vector constants are rendered with VECTORIZE")
+    if dtypes.is_float(dt):
+      if math.isnan(x): v = self.nan
+      elif math.isinf(x): v = ("-" if x < 0 else "") + self.infinity
+      else: v = repr(float(x)) + (self.float_suffix if dt != dtypes.float64 else "")
+      return v if dt in (dtypes.float32, dtypes.float64) else self.render_cast(v, dt, dtypes.float32)
+    if dt == dtypes.bool: return "1" if x else "0"
+    if dt in (dtypes.int64, dtypes.uint64):
+      if x == dtypes.min(dtypes.int64) and dt == dtypes.int64: return "(-9223372036854775807ll-1)"
+      return f"{x}{'ull' if dt == dtypes.uint64 else 'll'}"
+    if dt == dtypes.uint32: return f"{x}u"
+    if dt == dtypes.int32 and x == dtypes.min(dtypes.int32): return "(-2147483647-1)"
+    return str(int(x)) if dt == dtypes.int32 else self.render_cast(str(int(x)), dt, dtypes.int32)
+  def render_local(self, name: str, dt: DType, size: int) -> str:
+    return f"{self.smem_align}{self.smem_prefix}{self.render_dtype(dt)} {name}[{size}];"
+  def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
+    args = [f"{self.buffer_prefix}{'' if mut else 'const '}{self.render_dtype(dt)}{self.buffer_suffix} {n}" if isinstance(dt, PtrDType)
+            else f"{self.arg_int_prefix} {n}" for n, dt, mut in bufs]
+    return f"{prefix}{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}"
+  def render_prefix(self, uops: list[UOp]) -> str:
+    """Declarations the kernel needs before it (includes, typedefs, helper functions)."""
+    return ""
+
+  # *** the walk over the linear program ***
+  def render(self, name: str, uops: list[UOp]) -> str:
+    r: dict[UOp, str] = {}
+    body: list[str] = []
+    bufs: list[tuple[str, DType, bool]] = []
+    written = {u.src[0] for u in uops if u.op is Ops.STORE}
+    uses = Counter(s for u in uops for s in u.src)
+    counts: Counter[str] = Counter()
+    depth = 1
+    def emit(line: str) -> None: body.append("  " * depth + line)
+    def fresh(prefix: str) -> str:
+      counts[prefix] += 1
+      return f"{prefix}{counts[prefix]-1}"
+    for u in uops:
+      op, dt, src = u.op, u.dtype, u.src
+      if op is Ops.DEFINE_GLOBAL:
+        r[u] = f"data{u.arg}"
+        bufs.append((r[u], dt, u in written))
+      elif op is Ops.DEFINE_VAR:
+        r[u] = u.arg[0]
+        bufs.append((r[u], dt, False))
+      elif op is Ops.DEFINE_LOCAL:
+        r[u] = u.arg[0]
+        emit(self.render_local(u.arg[0], dt.base, u.arg[1]))
+      elif op is Ops.SPECIAL:
+        r[u] = u.arg[0]
+        emit(f"int {u.arg[0]} = {self.code_for_workitem[u.arg[0][0]](int(u.arg[0][-1]))}; /* {u.arg[1]} */")
+      elif op is Ops.CONST: r[u] = self.render_const(u.arg, dt)
+      elif op is Ops.RANGE:
+        r[u] = f"ridx{u.arg}"
+        emit(f"for (int {r[u]} = {r[src[0]]}; {r[u]} < {r[src[1]]}; {r[u]}++) {{")
+        depth += 1
+      elif op is Ops.ENDRANGE:
+        depth -= 1
+        emit("}")
+      elif op is Ops.DEFINE_ACC:
+        r[u] = fresh("acc")
+        emit(f"{self.render_dtype(dt)} {r[u]} = {r[src[0]]};")
+      elif op is Ops.ASSIGN:
+        emit(f"{r[src[0]]} = {r[src[1]]};")
+        r[u] = r[src[0]]
+      elif op is Ops.LOAD:
+        val = f"{r[src[0]]}[{r[src[1]]}]"
+        if len(src) > 2: val = f"({r[src[2]]}?{val}:{r[src[3]]})"
+        r[u] = fresh("val")
+        emit(f"{self.render_dtype(dt)} {r[u]} = {val};")
+      elif op is Ops.STORE:
+        line = f"{r[src[0]]}[{r[src[1]]}] = {r[src[2]]};"
+        emit(f"if ({r[src[3]]}) {{ {line} }}" if len(src) > 3 else line)
+      elif op is Ops.BARRIER: emit(self.barrier)
+      else:
+        if op is Ops.CAST: expr = self.render_cast(r[src[0]], dt, src[0].dtype)
+        elif op is Ops.BITCAST:
+          # bitcasting needs an lvalue in C-like languages
+          tmp = fresh("cast")
+          emit(f"{self.render_dtype(src[0].dtype)} {tmp} = {r[src[0]]};")
+          expr = self.render_bitcast(tmp, dt, src[0].dtype)
+        elif op in self.math_fns or op is Ops.RECIP: expr = self.render_math(op, r[src[0]], dt)
+        elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
+        else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
+        if uses[u] <= 1 and op is not Ops.BITCAST: r[u] = expr
+        else:
+          r[u] = fresh("alu")
+          emit(f"{self.render_dtype(dt)} {r[u]} = {expr};")
+    return self.render_kernel(name, body, bufs, uops, self.render_prefix(uops))
