@@ -1,0 +1,211 @@
+"""tinygrad-cuda: the contract without hardware, compile-only rendering + NVRTC (+ ptxas) on real kernels, and runtime
+tests that run on an NVIDIA GPU and skip, saying why, where there is none."""
+from __future__ import annotations
+import ctypes.util, importlib.util, os, pathlib, subprocess, sys
+import numpy as np
+import pytest
+from tinycore.device import CompileError, DeviceError
+from tinycore.dtype import dtypes
+from tinycore.plugin import API_VERSION, DeviceSpec, Registry, api_compatible
+import tinygrad_cuda
+from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason
+from tinygrad_cuda.renderer import CUDARenderer
+
+def load_kernels():
+  spec = importlib.util.spec_from_file_location("_tinygrad_cuda_test_kernels", pathlib.Path(__file__).with_name("kernels.py"))
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod
+kernels = load_kernels()
+
+NVRTC_WHY = nvrtc_unavailable_reason()
+needs_nvrtc = pytest.mark.skipif(NVRTC_WHY is not None, reason=f"NVRTC is not usable here: {NVRTC_WHY}")
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install nvidia-cuda-nvcc-cu12)")
+GPU_WHY = tinygrad_cuda.check()
+needs_gpu = pytest.mark.skipif(GPU_WHY is not None, reason=f"needs an NVIDIA GPU: {GPU_WHY}")
+no_gpu_only = pytest.mark.skipif(GPU_WHY is None, reason="an NVIDIA GPU is usable here: the no-hardware path cannot be observed")
+
+def _py(code: str, **env: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+
+def _registry() -> Registry:
+  r = Registry()
+  r.load()
+  if "CUDA" not in r.entries: r._add(tinygrad_cuda, "cuda", "tinygrad-cuda", "source")  # running from a checkout without install
+  return r
+
+# *** the contract, no hardware needed ***
+
+def test_api_version_and_spec():
+  assert tinygrad_cuda.TINYCORE_API_VERSION == "1.0.0" and api_compatible(tinygrad_cuda.TINYCORE_API_VERSION, API_VERSION)
+  (spec,) = tinygrad_cuda.tinycore_devices()
+  assert isinstance(spec, DeviceSpec) and spec.name == "CUDA" and spec.priority > 10
+
+def test_import_touches_no_driver():
+  r = _py("import sys, tinygrad_cuda; tinygrad_cuda.tinycore_devices(); tinygrad_cuda.make_renderer()\n"
+          "print(sorted(m for m in sys.modules if m.startswith('cuda.')))")
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.strip() == "[]"
+
+def test_reason_without_cuda_bindings():
+  r = _py("import sys; sys.modules['cuda'] = None\nimport tinygrad_cuda; print(tinygrad_cuda.check())")
+  assert r.returncode == 0, r.stderr
+  assert "cuda-bindings is not installed" in r.stdout
+
+@no_gpu_only
+def test_reason_without_driver():
+  if ctypes.util.find_library("cuda") is not None: pytest.skip("libcuda is installed here: only the no-GPU reason can be seen")
+  assert GPU_WHY.startswith("no libcuda.so: the NVIDIA driver is not installed")
+
+@no_gpu_only
+def test_opening_the_device_fails_at_once_with_the_reason():
+  reg = _registry()
+  with pytest.raises(DeviceError) as e: reg.open("CUDA")
+  assert GPU_WHY in str(e.value) and "CUDA" in str(e.value)
+  with pytest.raises(DeviceError): reg.open("CUDA:1")
+  # the hooks that need hardware raise too, never hand back something else
+  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_cuda.tinycore_allocator(device="CUDA")
+  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_cuda.tinycore_program(device="CUDA:0")
+
+def test_hooks_ignore_other_devices():
+  for hook in ("allocator", "renderer", "compiler", "program"):
+    assert getattr(tinygrad_cuda, f"tinycore_{hook}")(device="OPENCL") is None
+    assert getattr(tinygrad_cuda, f"tinycore_{hook}")(device="CUDAX") is None
+  with pytest.raises(DeviceError): tinygrad_cuda.device_index("CUDA:x")
+
+def test_renderer_hook_works_without_gpu(monkeypatch):
+  monkeypatch.delenv("CUDA_ARCH", raising=False)
+  ren = tinygrad_cuda.tinycore_renderer(device="CUDA")
+  assert isinstance(ren, CUDARenderer) and ren.device == "CUDA"
+  if GPU_WHY is not None: assert ren.arch == tinygrad_cuda.DEFAULT_ARCH == "sm_80"
+
+def test_cuda_arch_env(monkeypatch):
+  for env, arch in (("sm_90", "sm_90"), ("86", "sm_86"), ("8.9", "sm_89")):
+    monkeypatch.setenv("CUDA_ARCH", env)
+    assert tinygrad_cuda.target_arch("CUDA") == arch and tinygrad_cuda.make_renderer().arch == arch
+
+def test_capabilities():
+  r80, r75 = CUDARenderer("sm_80"), CUDARenderer("sm_75")
+  assert dtypes.bfloat16 in r80.supported_dtypes() and dtypes.float16 in r80.supported_dtypes()
+  assert dtypes.bfloat16 not in r75.supported_dtypes() and dtypes.float16 in r75.supported_dtypes()
+  assert set(dtypes.all) == set(r80.supported_dtypes())
+  assert r80.has_local and r80.has_shared and r80.local_max == (1024, 1024, 64) and r80.shared_max == 48 * 1024
+  assert r80.global_max[0] == 2**31 - 1 and r80.vector_widths == (1,)
+  with pytest.raises(ValueError): CUDARenderer("gfx1100")
+
+# *** rendering: what the source must contain ***
+
+def test_render_ids_shared_barrier_launch_bounds():
+  src = CUDARenderer().render("rev", kernels.shared_reverse())
+  for s in ('extern "C" __global__ void __launch_bounds__(64) rev(', "blockIdx.x", "threadIdx.x", "__shared__ float temp0[64];",
+            "__syncthreads();", "const float* data1"):
+    assert s in src, (s, src)
+
+def test_render_loop_var_gates():
+  src = CUDARenderer().render("red", kernels.reduce_sum())
+  assert "const int n)" in src and "for (int ridx0 = 0; ridx0 < n; ridx0++) {" in src and "acc0 = (acc0+val0);" in src
+  src = CUDARenderer().render("g", kernels.gated())
+  assert "(blockIdx.x*blockDim.x+threadIdx.x)" in src and "__launch_bounds__" not in src and "if (" in src
+
+def test_render_half_bfloat16():
+  h = CUDARenderer().render("h", kernels.all_ops(dtypes.float16))
+  assert h.startswith("#include <cuda_fp16.h>\n") and "cuda_bf16.h" not in h and "half* data0" in h and "exp2f((float)(val0))" in h
+  b = CUDARenderer().render("b", kernels.all_ops(dtypes.bfloat16))
+  assert "#include <cuda_bf16.h>" in b and "__nv_bfloat16* data0" in b
+  f = CUDARenderer().render("f", kernels.all_ops(dtypes.float32))
+  assert "#include" not in f and "exp2f(val0)" in f and "__int_as_float(0x7f800000)" in f
+  d = CUDARenderer().render("d", kernels.all_ops(dtypes.float64))
+  assert "exp2(val0)" in d and "double* data0" in d
+
+# *** compile-only: every kernel, NVRTC to cubin and to PTX ***
+
+SUITE = kernels.suite(CUDARenderer("sm_80").supported_dtypes())
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", list(SUITE))
+def test_compile_cubin_and_ptx(name):
+  src = CUDARenderer("sm_80").render(name, SUITE[name])
+  cubin = NVRTCCompiler("sm_80", "cubin").compile(src)
+  assert cubin[:4] == b"\x7fELF" and name.encode() in cubin
+  ptx = NVRTCCompiler("sm_80", "ptx").compile(src)
+  assert ptx.endswith(b"\0") and b".target sm_80" in ptx and f".entry {name}(".encode() in ptx
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_75", "sm_86", "sm_89", "sm_90"])
+def test_compile_other_archs(arch):
+  ren = CUDARenderer(arch)
+  for name, uops in kernels.suite(ren.supported_dtypes()).items():
+    assert NVRTCCompiler(arch).compile(ren.render(name, uops))[:4] == b"\x7fELF"
+
+@needs_nvrtc
+@needs_ptxas
+def test_nvrtc_ptx_assembles_with_ptxas():
+  ren, nv, asm = CUDARenderer("sm_80"), NVRTCCompiler("sm_80", "ptx"), PTXASCompiler("sm_80")
+  for name in ("shared_reverse", "reduce_sum", "all_ops_half", "casts_bfloat16"):
+    cubin = asm.compile(nv.compile(ren.render(name, SUITE[name])).rstrip(b"\0").decode())
+    assert cubin[:4] == b"\x7fELF"
+
+@needs_nvrtc
+def test_compile_error_carries_nvrtc_log():
+  with pytest.raises(CompileError, match="no_such_function"):
+    NVRTCCompiler("sm_80").compile('extern "C" __global__ void k(float* a) { a[0] = no_such_function(); }')
+
+@needs_ptxas
+def test_ptxas_error_carries_its_log():
+  with pytest.raises(CompileError, match="ptxas"): PTXASCompiler("sm_80").compile(".version 8.0\n.target sm_80\nnot ptx at all\n")
+
+@needs_nvrtc
+def test_cachekey_names_toolchain_arch_and_output():
+  a, b, c = NVRTCCompiler("sm_80"), NVRTCCompiler("sm_80"), NVRTCCompiler("sm_90", "ptx")
+  assert a.cachekey == b.cachekey and a.cachekey != c.cachekey
+  assert "nvrtc 12." in a.cachekey and "sm_80" in a.cachekey and "cubin" in a.cachekey and "compute_90" in c.cachekey
+
+@needs_nvrtc
+def test_compiler_hook_works_without_gpu(monkeypatch):
+  monkeypatch.setenv("CUDA_ARCH", "sm_90")
+  c = tinygrad_cuda.tinycore_compiler(device="CUDA")
+  assert isinstance(c, NVRTCCompiler) and c.arch == "sm_90" and c.output == "cubin"
+
+# *** on the hardware ***
+
+@pytest.fixture(scope="module")
+def dev():
+  from tinycore.device import Device
+  return Device["CUDA"]
+
+def _run(dev, name, uops, inputs, out_nbytes, global_size, local_size, vals=()):
+  from tinycore.device import Buffer  # noqa: F401
+  lib = dev.compiler.compile(dev.renderer.render(name, uops))
+  prg = dev.program("CUDA", name, lib)
+  bufs = [dev.allocator.alloc(out_nbytes)] + [dev.allocator.alloc(x.nbytes) for x in inputs]
+  for b, x in zip(bufs[1:], inputs): dev.allocator.copyin(b, memoryview(np.ascontiguousarray(x)).cast("B"))
+  t = prg(*bufs, global_size=global_size, local_size=local_size, vals=vals, wait=True)
+  out = bytearray(out_nbytes)
+  dev.allocator.copyout(memoryview(out), bufs[0])
+  return out, t
+
+@needs_gpu
+def test_gpu_elementwise_and_timing(dev):
+  a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
+  out, t = _run(dev, "elementwise", kernels.elementwise(), [a, b], 4096, (16, 1, 1), (64, 1, 1))
+  np.testing.assert_allclose(np.frombuffer(out, np.float32), a + b)
+  assert isinstance(t, float) and t > 0
+
+@needs_gpu
+def test_gpu_shared_reverse_and_reduce_with_var(dev):
+  a = np.arange(512, dtype=np.float32)
+  out, _ = _run(dev, "shared_reverse", kernels.shared_reverse(), [a], 2048, (8, 1, 1), (64, 1, 1))
+  np.testing.assert_equal(np.frombuffer(out, np.float32), a.reshape(8, 64)[:, ::-1].reshape(-1))
+  x = np.random.rand(32 * 100).astype(np.float32)
+  out, _ = _run(dev, "reduce_sum", kernels.reduce_sum(), [x], 128, (32, 1, 1), (1, 1, 1), vals=(100,))
+  np.testing.assert_allclose(np.frombuffer(out, np.float32), x.reshape(32, 100).sum(1), rtol=1e-5)
+
+@needs_gpu
+def test_gpu_offset_and_transfer(dev):
+  al = dev.allocator
+  src, dst = al.alloc(64), al.alloc(64)
+  al.copyin(src, memoryview(bytes(range(64))))
+  al._transfer(dst, src, 64, src_dev=dev, dest_dev=dev)
+  out = bytearray(16)
+  al.copyout(memoryview(out), al._offset(dst, 16, 32))
+  assert bytes(out) == bytes(range(32, 48))

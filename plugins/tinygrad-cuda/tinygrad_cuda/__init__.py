@@ -1,0 +1,75 @@
+"""tinycore backend for NVIDIA GPUs through CUDA: CUDA C rendered by a small C-style renderer, compiled by NVRTC, run with
+the CUDA driver API (NVIDIA's cuda-bindings).
+
+Importing this module loads neither cuda-bindings nor the driver. Renderer and compiler need no GPU (compile-only use):
+  from tinygrad_cuda import make_renderer, make_compiler
+  src = make_renderer("sm_90").render("k", uops); cubin = make_compiler("sm_90").compile(src)
+Only the allocator and the program open the driver. Devices: CUDA (= CUDA:0), CUDA:1, ... in the driver's order."""
+from __future__ import annotations
+import os
+from tinycore.plugin import DeviceSpec, hookimpl
+
+TINYCORE_API_VERSION = "1.0.0"
+DEVICE_NAME = "CUDA"
+PRIORITY = 40       # above CLANG (10) and OPENCL (5): a GPU here is what the user wants by default
+DEFAULT_ARCH = "sm_80"  # compile-only target when no GPU says otherwise; CUDA_ARCH=sm_XX overrides
+
+def device_index(device: str, name: str = DEVICE_NAME) -> int | None:
+  """The CUDA device ordinal of a tinycore device string, or None when the string names another backend."""
+  base, _, idx = device.partition(":")
+  if base.upper() != name: return None
+  if idx and not idx.isdigit():
+    from tinycore.device import DeviceError
+    raise DeviceError(f"bad device {device!r}: expected {name} or {name}:n")
+  return int(idx) if idx else 0
+
+def check(idx: int = 0) -> str | None:
+  """None when CUDA device `idx` can open here, else the reason in words a user can act on."""
+  from tinygrad_cuda import runtime
+  return runtime.unavailable_reason(idx)
+
+def target_arch(device: str | None = None) -> str:
+  """The sm_XX to compile for: $CUDA_ARCH, else the GPU's own compute capability when it can open, else sm_80."""
+  if (env := os.getenv("CUDA_ARCH")): return env if env.startswith("sm_") else f"sm_{env.replace('.', '')}"
+  if device is not None and (idx := device_index(device)) is not None and check(idx) is None:
+    from tinygrad_cuda import runtime
+    return runtime.get_device(device, idx).arch
+  return DEFAULT_ARCH
+
+def make_renderer(arch: str | None = None):
+  """A CUDA C renderer for `arch` (sm_XX); needs no GPU."""
+  from tinygrad_cuda.renderer import CUDARenderer
+  return CUDARenderer(arch or target_arch())
+
+def make_compiler(arch: str | None = None, output: str = "cubin"):
+  """An NVRTC compiler for `arch` producing a cubin (output='cubin') or PTX text (output='ptx'); needs no GPU."""
+  from tinygrad_cuda.compiler import NVRTCCompiler
+  return NVRTCCompiler(arch or target_arch(), output)
+
+@hookimpl
+def tinycore_devices() -> list[DeviceSpec]:
+  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
+                     description="CUDA C -> NVRTC -> CUDA driver API; CUDA:n is the n-th GPU")]
+
+@hookimpl
+def tinycore_allocator(device: str):
+  if (idx := device_index(device)) is None: return None
+  from tinygrad_cuda import runtime
+  return runtime.CUDAAllocator(runtime.get_device(device, idx))
+
+@hookimpl
+def tinycore_renderer(device: str):
+  if device_index(device) is None: return None
+  return make_renderer(target_arch(device))
+
+@hookimpl
+def tinycore_compiler(device: str):
+  if device_index(device) is None: return None
+  return make_compiler(target_arch(device))
+
+@hookimpl
+def tinycore_program(device: str):
+  if (idx := device_index(device)) is None: return None
+  from tinygrad_cuda import runtime
+  runtime.get_device(device, idx)  # fail here, with the reason, when the GPU cannot open
+  return runtime.CUDAProgram
