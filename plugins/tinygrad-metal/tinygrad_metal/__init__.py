@@ -1,0 +1,69 @@
+"""tinycore backend for Apple GPUs: Metal Shading Language rendered by a small C-style renderer, compiled by Apple's Metal
+compiler (or the Metal framework), run through PyObjC's Metal bindings. macOS only for running.
+
+Importing this module imports no PyObjC. Compile-only use, on any OS:
+  from tinygrad_metal import make_renderer, make_compiler
+  make_compiler().compile(make_renderer().render("k", uops))
+On macOS make_compiler() is Apple's compiler; elsewhere it is metal-syntax-check (C++ against our stand-in <metal_stdlib>),
+a syntax and type check only."""
+from __future__ import annotations
+import sys
+from tinycore.plugin import DeviceSpec, hookimpl
+
+TINYCORE_API_VERSION = "1.0.0"
+DEVICE_NAME = "METAL"
+PRIORITY = 40
+
+def device_index(device: str) -> int | None:
+  base, _, idx = device.partition(":")
+  if base.upper() != DEVICE_NAME: return None
+  if idx and not idx.isdigit():
+    from tinycore.device import DeviceError
+    raise DeviceError(f"bad device {device!r}: expected METAL or METAL:n")
+  return int(idx) if idx else 0
+
+def check(idx: int = 0) -> str | None:
+  if sys.platform != "darwin": return "Metal needs macOS"
+  from tinygrad_metal import runtime
+  return runtime.unavailable_reason(idx)
+
+def make_renderer():
+  from tinygrad_metal.renderer import MetalRenderer
+  return MetalRenderer()
+
+def make_compiler(device: str | None = None, syntax_check: bool | None = None):
+  """Apple's Metal compiler on macOS; metal-syntax-check (compile-only, nothing runs) elsewhere or when syntax_check=True."""
+  from tinygrad_metal import compiler
+  if syntax_check is None: syntax_check = sys.platform != "darwin"
+  if syntax_check: return compiler.MetalSyntaxCheckCompiler()
+  dev = None
+  if device is not None and (idx := device_index(device)) is not None and check(idx) is None:
+    from tinygrad_metal import runtime
+    dev = runtime.get_device(device, idx)
+  return compiler.MetalCompiler(dev)
+
+@hookimpl
+def tinycore_devices() -> list[DeviceSpec]:
+  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
+                     description="Metal Shading Language -> Metal framework (PyObjC); macOS only")]
+
+@hookimpl
+def tinycore_allocator(device: str):
+  if (idx := device_index(device)) is None: return None
+  from tinygrad_metal import runtime
+  return runtime.MetalAllocator(runtime.get_device(device, idx))
+
+@hookimpl
+def tinycore_renderer(device: str):
+  return None if device_index(device) is None else make_renderer()
+
+@hookimpl
+def tinycore_compiler(device: str):
+  return None if device_index(device) is None else make_compiler(device)
+
+@hookimpl
+def tinycore_program(device: str):
+  if (idx := device_index(device)) is None: return None
+  from tinygrad_metal import runtime
+  runtime.get_device(device, idx)
+  return runtime.MetalProgram
