@@ -18,6 +18,10 @@ def _sort_key(u: UOp) -> tuple:
 
 def linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
   """Decompose an integer expression into ({term: coefficient}, constant)."""
+  if (ret := u._cache.get("lin")) is None: u._cache["lin"] = ret = _linear_terms(u)
+  return ret
+
+def _linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
   if u.op is Ops.CONST: return {}, u.arg
   if u.op is Ops.ADD:
     (t0, c0), (t1, c1) = linear_terms(u.src[0]), linear_terms(u.src[1])

@@ -1,0 +1,144 @@
+"""Kernel: one AST plus the shape of its iteration space, and the optimizations (OptOps) applied to it.
+
+Every dim of the iteration space has a kind, kept in this order:
+  'g' global (one per output position; a loop on devices without ids)   'l' local (threads of a group)
+  'G' grouped reduce (reduced across the threads of a group)            'r' reduce loop
+  'u' unrolled reduce / 'U' upcast output (expanded into registers, in the innermost positions)
+An OptOp splits one dim and moves the new part to the place of its kind; all ShapeTrackers change together."""
+from __future__ import annotations
+import itertools
+from dataclasses import dataclass
+from enum import Enum, auto
+from tinycore.helpers import prod, colored, to_function_name
+from tinycore.ops import Ops
+from tinycore.renderer import Renderer
+from tinycore.shape import ShapeTracker
+from tinycore.uop.uop import UOp
+
+class OptOps(Enum):
+  UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto()  # noqa: E702
+  def __lt__(self, o: OptOps) -> bool: return self.value < o.value
+
+@dataclass(frozen=True, order=True)
+class Opt:
+  op: OptOps
+  axis: int     # UPCAST/LOCAL: index among the global dims; UNROLL/GROUP: index among the reduce-loop dims
+  amount: int   # the size of the new dim; 0 means the whole dim
+  def __repr__(self) -> str: return f"Opt({self.op.name}, {self.axis}, {self.amount})"
+
+class KernelOptError(Exception):
+  """An optimization that does not apply to this kernel (the search skips it)."""
+
+_ORDER = "glGruU"
+
+class Kernel:
+  def __init__(self, ast: UOp, renderer: Renderer):
+    if ast.op is not Ops.SINK: raise ValueError("a kernel AST is a SINK of STOREs")
+    self.ast, self.renderer = ast, renderer
+    self.views: list[UOp] = [u for u in ast.toposort() if u.op is Ops.VIEW]
+    self.sts: list[ShapeTracker] = [v.arg for v in self.views]
+    reduces = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
+    if len(reduces) > 1: raise ValueError("a kernel holds at most one reduce")
+    self.reduceop: UOp | None = reduces[0] if reduces else None
+    self.full_shape = max((st.shape for st in self.sts), key=lambda s: prod(x if isinstance(x, int) else 1 for x in s))
+    red_axes = set(self.reduceop.arg[1]) if self.reduceop is not None else set()
+    self.kinds = ["r" if i in red_axes else "g" for i in range(len(self.full_shape))]
+    self.applied_opts: list[Opt] = []
+    # reduce dims go last
+    perm = sorted(range(len(self.kinds)), key=lambda i: (self.kinds[i] == "r", i))
+    self._permute(perm)
+    self._merge_dims()
+
+  # *** the shape of the iteration space ***
+  @property
+  def shape_len(self) -> int: return len(self.full_shape)
+  def dims(self, kind: str) -> list[int]: return [i for i, k in enumerate(self.kinds) if k == kind]
+  @property
+  def output_shape(self) -> tuple: return tuple(1 if k in "Grud" else s for s, k in zip(self.full_shape, self.kinds))
+
+  def _permute(self, perm: list[int]) -> None:
+    self.sts = [st.permute(tuple(perm)) for st in self.sts]
+    self.full_shape = tuple(self.full_shape[i] for i in perm)
+    self.kinds = [self.kinds[i] for i in perm]
+
+  def _reshape(self, new_shape: tuple, new_kinds: list[str]) -> None:
+    out_shape = [1 if k in "Grud" else s for s, k in zip(new_shape, new_kinds)]
+    self.sts = [st.reshape(tuple(new_shape) if st.shape == self.full_shape else tuple(out_shape)) for st in self.sts]
+    self.full_shape, self.kinds = tuple(new_shape), new_kinds
+
+  def _merge_dims(self) -> None:
+    """Merge neighbouring dims of one kind wherever every ShapeTracker stays one View (fewer loops, simpler indices)."""
+    i = 0
+    while i < len(self.full_shape) - 1:
+      if self.kinds[i] != self.kinds[i + 1]: i += 1; continue  # noqa: E702
+      shape = self.full_shape[:i] + (self.full_shape[i] * self.full_shape[i + 1],) + self.full_shape[i + 2:]
+      kinds = self.kinds[:i] + self.kinds[i + 1:]
+      out = tuple(1 if k in "Grud" else s for s, k in zip(shape, kinds))
+      new_sts = [st.reshape(shape if st.shape == self.full_shape else out) for st in self.sts]
+      if all(len(n.views) == len(o.views) for n, o in zip(new_sts, self.sts)):
+        self.sts, self.full_shape, self.kinds = new_sts, shape, kinds
+      else: i += 1
+    # drop dims of size 1: they index nothing
+    keep = [i for i, s in enumerate(self.full_shape) if s != 1]
+    if len(keep) != len(self.full_shape):
+      shape, kinds = tuple(self.full_shape[i] for i in keep), [self.kinds[i] for i in keep]
+      self._reshape(shape, kinds)
+
+  # *** optimizations ***
+  def _split(self, dim: int, amount: int, kind: str) -> None:
+    """Split dim into (size/amount, amount) and move the `amount` part, as `kind`, to where that kind lives."""
+    size = self.full_shape[dim]
+    if not isinstance(size, int) or amount <= 0 or size % amount != 0: raise KernelOptError(f"cannot split a dim of {size} by {amount}")
+    shape = list(self.full_shape)
+    kinds = list(self.kinds)
+    if amount == size: kinds[dim] = kind
+    else:
+      shape[dim:dim + 1] = [size // amount, amount]
+      kinds[dim:dim + 1] = [kinds[dim], kind]
+    self._reshape(tuple(shape), kinds)
+    perm = sorted(range(len(self.kinds)), key=lambda i: (_ORDER.index(self.kinds[i]), i))
+    self._permute(perm)
+    if amount == size and size == 1: self._merge_dims()
+
+  def apply_opt(self, opt: Opt) -> None:
+    r = self.renderer
+    if opt.op in (OptOps.UPCAST, OptOps.LOCAL): pool = self.dims("g")
+    else: pool = self.dims("r")
+    if not 0 <= opt.axis < len(pool): raise KernelOptError(f"{opt}: no such axis (have {len(pool)})")
+    dim = pool[opt.axis]
+    amount = opt.amount or self.full_shape[dim]
+    if opt.op in (OptOps.LOCAL, OptOps.GROUP):
+      if not r.has_local or (opt.op is OptOps.GROUP and not r.has_shared): raise KernelOptError(f"{opt}: device has no local ids/memory")
+      threads = prod(self.full_shape[i] for i in self.dims("l") + self.dims("G")) * amount
+      if r.local_max is not None and threads > r.local_max[0]: raise KernelOptError(f"{opt}: {threads} threads per group is too many")
+    if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
+      if amount > r.max_upcast: raise KernelOptError(f"{opt}: upcast of {amount} is more than {r.max_upcast}")
+      if prod(self.full_shape[i] for i in self.dims("u") + self.dims("U")) * amount > 256: raise KernelOptError(f"{opt}: too many registers")
+    if opt.op is OptOps.GROUP and self.dims("G"): raise KernelOptError("only one GROUP")
+    self._split(dim, amount, {OptOps.UPCAST: "U", OptOps.UNROLL: "u", OptOps.LOCAL: "l", OptOps.GROUP: "G"}[opt.op])
+    self.applied_opts.append(opt)
+
+  def apply_opts(self, opts: list[Opt]) -> Kernel:
+    for o in opts: self.apply_opt(o)
+    return self
+
+  def copy(self) -> Kernel:
+    k = Kernel.__new__(Kernel)
+    k.__dict__.update(self.__dict__)
+    k.sts, k.kinds, k.applied_opts = list(self.sts), list(self.kinds), list(self.applied_opts)
+    return k
+
+  # *** names ***
+  @property
+  def name(self) -> str:
+    colors = {"g": "blue", "l": "cyan", "G": "green", "r": "red", "u": "magenta", "U": "yellow"}
+    base = ("r" if self.reduceop is not None else "E") + "_" + "_".join(str(s) for s in self.full_shape)
+    self.display_name = ("r" if self.reduceop is not None else "E") + " " + " ".join(colored(str(s), colors[k]) for s, k in zip(self.full_shape, self.kinds))
+    return to_function_name(base)
+
+  def st_for(self, view: UOp) -> ShapeTracker: return self.sts[self.views.index(view)]
+
+def upcast_combos(k: Kernel, kinds: str) -> list[dict[int, int]]:
+  """Every assignment of constants to the dims of the given kinds (the registers of an upcast/unroll)."""
+  dims = [i for i, kk in enumerate(k.kinds) if kk in kinds]
+  return [dict(zip(dims, vals)) for vals in itertools.product(*(range(k.full_shape[i]) for i in dims))]

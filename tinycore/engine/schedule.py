@@ -1,0 +1,179 @@
+"""The scheduler: groups the lazy graph into kernels.
+
+Each kernel is one AST: SINK(STORE(out, VIEW, value)) whose value is a tree of ALU ops, at most one REDUCE_AXIS,
+LOADs of realized buffers and CONSTs, each LOAD/CONST carrying the ShapeTracker that maps the kernel's iteration
+space onto its buffer. Fusion rules:
+- elementwise ops fuse into each other, into the reduce that consumes them, and into the store after a reduce;
+- a buffer whose value reaches two kernels is computed once (it becomes a kernel of its own);
+- movement ops never copy: they only compose ShapeTrackers;
+- a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first)."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Any
+from tinycore.device import Buffer
+from tinycore.dtype import dtypes
+from tinycore.helpers import DEBUG, GRAPH
+from tinycore.lazy import LazyBuffer
+from tinycore.ops import Ops, GroupOp
+from tinycore.shape import ShapeTracker
+from tinycore.uop.uop import UOp
+
+@dataclass(frozen=True)
+class ScheduleItem:
+  """One step of a schedule: a kernel AST (or a COPY / EMPTY) and its buffers, output first."""
+  ast: UOp
+  bufs: tuple[Buffer, ...]
+  outputs: tuple[LazyBuffer, ...] = field(default=(), compare=False)
+  inputs: tuple[LazyBuffer, ...] = field(default=(), compare=False)  # the lazy bases whose buffers it reads
+
+class _Refuse(Exception):
+  """A fusion turned out invalid: the base named here must become a kernel of its own."""
+  def __init__(self, base: LazyBuffer): self.base = base
+
+class _KernelBuilder:
+  def __init__(self, out: LazyBuffer, realizes: set[LazyBuffer]):
+    self.out, self.realizes = out, realizes
+    self.bufs: list[Buffer] = [out.buffer]
+    self.inputs: list[LazyBuffer] = []
+    self.reduce: LazyBuffer | None = None
+    self.unsafe_cache: dict[LazyBuffer, bool] = {}
+    self.memo: dict[tuple[LazyBuffer, ShapeTracker, bool], UOp] = {}
+
+  def load(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
+    buf = base.buffer
+    if buf not in self.bufs: self.bufs.append(buf)
+    if base not in self.inputs: self.inputs.append(base)
+    g = UOp(Ops.DEFINE_GLOBAL, base.dtype.ptr(), arg=self.bufs.index(buf))
+    return UOp(Ops.LOAD, base.dtype, (g, UOp(Ops.VIEW, arg=st)))
+
+  def has_unsafe_pad(self, base: LazyBuffer) -> bool:
+    if base in self.realizes or base.op in (Ops.BUFFER, Ops.CONST): return False
+    if (r := self.unsafe_cache.get(base)) is None:
+      r = base.op in GroupOp.UnsafePad or base.op is Ops.REDUCE_AXIS or any(self.has_unsafe_pad(s.base) for s in base.srcs)
+      self.unsafe_cache[base] = r
+    return r
+
+  def build(self, lb: LazyBuffer, st: ShapeTracker, root: bool = False) -> UOp:
+    """The AST computing `lb` at every point of the iteration space that `st` maps onto lb's shape."""
+    base, st = lb.base, lb.st + st
+    if (key := (base, st, root)) not in self.memo: self.memo[key] = self._build(base, st, root)
+    return self.memo[key]
+
+  def _build(self, base: LazyBuffer, st: ShapeTracker, root: bool) -> UOp:
+    if not root and (base.op is Ops.BUFFER or base in self.realizes): return self.load(base, st)
+    if base.op is Ops.CONST: return UOp(Ops.CONST, base.dtype, (UOp(Ops.VIEW, arg=st),), base.arg)
+    if base.op is Ops.REDUCE_AXIS:
+      if not root and (not st.contiguous or st.shape != base.shape or (self.reduce is not None and self.reduce is not base)):
+        raise _Refuse(base)
+      self.reduce = base
+      src = base.srcs[0]
+      return UOp(Ops.REDUCE_AXIS, base.dtype, (self.build(src, ShapeTracker.from_shape(src.shape)),), base.arg)
+    if base.op in (Ops.CONTIGUOUS, Ops.ASSIGN) and root:
+      return self.build(base.srcs[-1], st)
+    if base.op in GroupOp.Elementwise:
+      if any(v.mask is not None for v in st.views) and self.has_unsafe_pad(base) and not root: raise _Refuse(base)
+      return UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg)
+    raise RuntimeError(f"cannot build a kernel from {base.op}")
+
+def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer]) -> LazyBuffer | None:
+  """The reduce a kernel rooted at lb would contain, following unrealized elementwise sources."""
+  base = lb.base
+  if base in seen: return None
+  seen.add(base)
+  if base.op is Ops.REDUCE_AXIS: return base
+  if base.op in GroupOp.Elementwise or base.op in (Ops.CONTIGUOUS, Ops.ASSIGN):
+    for s in base.srcs:
+      if s.base.op is Ops.BUFFER or s.base in realizes: continue
+      if (r := _reduce_below(s, realizes, seen)) is not None: return r
+  return None
+
+def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[Buffer], list[LazyBuffer]]:
+  kb = _KernelBuilder(out, realizes)
+  red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set())
+  # with a reduce inside, the kernel iterates over the reduce's output shape (its reduced dims are size 1)
+  iter_shape = red.shape if red is not None else out.shape
+  st = ShapeTracker.from_shape(out.shape).reshape(iter_shape) if iter_shape != out.shape else ShapeTracker.from_shape(out.shape)
+  if red is not None and red is not out and st.size != red.size: raise _Refuse(red)
+  value = kb.build(out, st, root=True)
+  store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), UOp(Ops.VIEW, arg=ShapeTracker.from_shape(iter_shape)), value))
+  return UOp(Ops.SINK, dtypes.void, (store,)), kb.bufs, kb.inputs
+
+def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
+  """Unrealized bases reachable from outs, sources before users."""
+  order: list[LazyBuffer] = []
+  seen: set[LazyBuffer] = set()
+  stack: list[tuple[LazyBuffer, bool]] = [(o.base, False) for o in reversed(outs)]
+  while stack:
+    b, done = stack.pop()
+    if done:
+      order.append(b)
+      continue
+    if b in seen or b.op is Ops.BUFFER: continue
+    seen.add(b)
+    stack.append((b, True))
+    stack.extend((s.base, False) for s in b.srcs if s.base not in seen)
+  return order
+
+def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
+  """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""
+  graph = _graph(outs)
+  realizes: set[LazyBuffer] = {o.base for o in outs if o.base.op is not Ops.BUFFER}
+  realizes |= {b for b in graph if b.forced_realize}
+  children: dict[LazyBuffer, list[LazyBuffer]] = {b: [] for b in graph}
+  for b in graph:
+    for s in b.srcs:
+      if s.base in children: children[s.base].append(b)
+  # a value that flows into two kernels is computed once, in a kernel of its own
+  while True:
+    roots: dict[LazyBuffer, set[LazyBuffer]] = {}
+    for b in reversed(graph):
+      roots[b] = {b} if b in realizes else set().union(*(roots[c] for c in children[b])) if children[b] else {b}
+    multi = [b for b in graph if b not in realizes and b.op is not Ops.CONST and len(roots[b]) > 1]
+    if not multi: break
+    realizes |= set(multi)
+  # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again
+  while True:
+    try: kernels = {b: _kernel_ast(b, realizes) for b in graph if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY)}
+    except _Refuse as r:
+      realizes.add(r.base)
+      continue
+    break
+  items: dict[LazyBuffer, ScheduleItem] = {}
+  for b in graph:
+    if b not in realizes: continue
+    if b.op is Ops.COPY: items[b] = ScheduleItem(UOp(Ops.COPY, arg=b.srcs[0].device), (b.buffer, b.srcs[0].base.buffer), (b,), (b.srcs[0].base,))
+    elif b.op is Ops.EMPTY: items[b] = ScheduleItem(UOp(Ops.EMPTY), (b.buffer,), (b,))
+    else: items[b] = ScheduleItem(kernels[b][0], tuple(kernels[b][1]), (b,), tuple(kernels[b][2]))
+  # dependencies: a kernel runs after the kernels that compute what it reads; an ASSIGN runs after every kernel
+  # that reads the value it overwrites
+  deps: dict[LazyBuffer, set[LazyBuffer]] = {b: {x for x in it.inputs if x in items and x is not b} for b, it in items.items()}
+  for b in items:
+    if b.op is Ops.ASSIGN:
+      target = b.srcs[0].base
+      deps[b] |= {o for o, oit in items.items() if o is not b and target in oit.inputs}
+  order: list[LazyBuffer] = []
+  state: dict[LazyBuffer, int] = {}
+  def visit(b: LazyBuffer) -> None:
+    if state.get(b) == 2: return
+    if state.get(b) == 1: raise RuntimeError("cycle in the schedule (an assign reads its own target through another view?)")
+    state[b] = 1
+    for d in sorted(deps[b], key=graph.index): visit(d)
+    state[b] = 2
+    order.append(b)
+  for b in graph:
+    if b in items: visit(b)
+  if GRAPH: _save_graph(graph, realizes)
+  if DEBUG >= 5: print(f"scheduled {len(order)} items from {len(graph)} lazy buffers")
+  return [items[b] for b in order]
+
+def _save_graph(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> None:
+  from tinycore.engine.graph import save_lazy_graph
+  save_lazy_graph(graph, realizes)
+
+def mark_realized(items: list[ScheduleItem]) -> None:
+  """After running: every scheduled output becomes a plain buffer and drops its sources (freeing the graph)."""
+  for it in items:
+    for lb in it.outputs:
+      lb.op, lb.srcs, lb.arg = Ops.BUFFER, (), None
+
+__all__: list[Any] = ["ScheduleItem", "create_schedule", "mark_realized"]

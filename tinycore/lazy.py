@@ -1,0 +1,109 @@
+"""LazyBuffer: a node of the lazy graph. Either an op with sources (unrealized), a realized Buffer, or a view
+(a ShapeTracker) of another LazyBuffer's base. Movement ops make views; nothing is computed until realize."""
+from __future__ import annotations
+import math
+from typing import Any
+from tinycore.dtype import DType, dtypes
+from tinycore.device import Buffer
+from tinycore.helpers import prod, all_int
+from tinycore.ops import Ops, GroupOp
+from tinycore.shape import ShapeTracker
+from tinycore.uop.uop import sint
+
+class LazyBuffer:
+  def __init__(self, device: str, st: ShapeTracker, dtype: DType, op: Ops | None = None, arg: Any = None,
+               srcs: tuple[LazyBuffer, ...] = (), base: LazyBuffer | None = None):
+    self.device, self.st, self.dtype, self.shape = device, st, dtype, st.shape
+    self.size = st.size
+    self._base = base
+    if base is None:
+      # a base: it owns the buffer that its op writes (allocated when the schedule runs)
+      self.op, self.arg, self.srcs = op, arg, srcs
+      self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else Buffer(device, prod(self.shape) if all_int(self.shape) else 0, dtype)
+      self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
+    elif base.base is not base: raise RuntimeError("a view's base must be a base")
+
+  def __repr__(self) -> str:
+    what = f"op={self.op}" if self._base is None else f"view of {self.base.op}"
+    return f"<LB {self.device} {self.shape} {self.dtype} {what} realized={self.realized is not None}>"
+  @property
+  def base(self) -> LazyBuffer: return self._base if self._base is not None else self
+  @property
+  def realized(self) -> Buffer | None:
+    b = self.base
+    return b.buffer if b.op is Ops.BUFFER else None
+  def is_realized(self) -> bool: return self.base.op is Ops.BUFFER
+  def buffer_view(self) -> Buffer:
+    """The realized buffer of a base (a view must be made contiguous first)."""
+    if self._base is not None or self.op is not Ops.BUFFER: raise RuntimeError("only a realized base has a buffer")
+    return self.buffer
+
+  # *** creation ***
+  @staticmethod
+  def metaop(op: Ops, shape: tuple[sint, ...], dtype: DType, device: str, arg: Any = None, srcs: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
+    return LazyBuffer(device, ShapeTracker.from_shape(shape), dtype, op, arg, srcs)
+  @staticmethod
+  def from_buffer(buf: Buffer, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
+    return LazyBuffer(buf.device, ShapeTracker.from_shape(shape if shape is not None else (buf.size,)), buf.dtype, Ops.BUFFER, None, ())._own(buf)
+  def _own(self, buf: Buffer) -> LazyBuffer:
+    self.buffer = buf
+    return self
+  def const(self, val: Any, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
+    return LazyBuffer.const_of(val, self.dtype, self.device, self.shape if shape is None else shape)
+  @staticmethod
+  def const_of(val: Any, dtype: DType, device: str, shape: tuple[sint, ...]) -> LazyBuffer:
+    c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val)
+    return c.reshape((1,) * len(shape)).expand(shape)
+  def is_unrealized_const(self) -> bool: return self.base.op is Ops.CONST
+  def const_value(self) -> Any: return self.base.arg
+
+  def contiguous(self) -> LazyBuffer:
+    if self.st.contiguous and self._base is None: return self
+    return LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
+  def copy_to_device(self, device: str) -> LazyBuffer:
+    if device == self.device: return self
+    if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape)
+    src = self if self.st.contiguous and self._base is None else self.contiguous()
+    return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(src,))
+  def assign(self, x: LazyBuffer) -> LazyBuffer:
+    """Write x into this (realized) buffer, in place."""
+    if self.shape != x.shape: raise ValueError(f"assign shape mismatch: {self.shape} vs {x.shape}")
+    if self.dtype != x.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
+    if self.device != x.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
+    if self._base is not None or not self.st.contiguous: raise ValueError("assign target must be a contiguous base buffer")
+    return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (self, x))
+
+  # *** compute ***
+  def alu(self, op: Ops, *srcs: LazyBuffer) -> LazyBuffer:
+    """An elementwise op; all inputs share this buffer's shape and device."""
+    for s in srcs:
+      if s.shape != self.shape: raise ValueError(f"{op} shape mismatch: {self.shape} vs {s.shape}")
+      if s.device != self.device: raise ValueError(f"{op} device mismatch: {self.device} vs {s.device}")
+    out_dtype = dtypes.bool if op in GroupOp.Comparison else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+    return LazyBuffer.metaop(op, self.shape, out_dtype, self.device, srcs=(self,) + srcs)
+  def cast(self, dtype: DType, bitcast: bool = False) -> LazyBuffer:
+    if self.dtype == dtype: return self
+    if bitcast and self.dtype.itemsize != dtype.itemsize: raise TypeError(f"bitcast needs equal sizes: {self.dtype} -> {dtype}")
+    if self.is_unrealized_const() and not bitcast: return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape)
+    return LazyBuffer.metaop(Ops.BITCAST if bitcast else Ops.CAST, self.shape, dtype, self.device, srcs=(self,))
+  def reduce(self, op: Ops, axis: tuple[int, ...]) -> LazyBuffer:
+    """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1."""
+    axis = tuple(sorted(a for a in set(axis) if self.shape[a] != 1))
+    if not axis: return self
+    new_shape = tuple(1 if i in axis else s for i, s in enumerate(self.shape))
+    if self.size == 0: return self.const(0 if op is Ops.ADD else dtypes.min(self.dtype), new_shape)
+    return LazyBuffer.metaop(Ops.REDUCE_AXIS, new_shape, self.dtype, self.device, arg=(op, axis), srcs=(self,))
+
+  # *** movement: zero-copy views ***
+  def _view(self, st: ShapeTracker) -> LazyBuffer:
+    if st.size == 0 and self.size != 0 and all_int(st.shape): return LazyBuffer.const_of(0, self.dtype, self.device, st.shape)
+    return LazyBuffer(self.device, st, self.dtype, base=self.base)
+  def reshape(self, shape: tuple[sint, ...]) -> LazyBuffer: return self if shape == self.shape else self._view(self.st.reshape(shape))
+  def permute(self, axis: tuple[int, ...]) -> LazyBuffer:
+    return self if axis == tuple(range(len(axis))) else self._view(self.st.permute(axis))
+  def expand(self, shape: tuple[sint, ...]) -> LazyBuffer: return self if shape == self.shape else self._view(self.st.expand(shape))
+  def pad(self, arg: tuple[tuple[sint, sint], ...]) -> LazyBuffer:
+    return self if all(b == 0 and e == 0 for b, e in arg) else self._view(self.st.pad(arg))
+  def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> LazyBuffer:
+    return self if all(b == 0 and e == s for (b, e), s in zip(arg, self.shape)) else self._view(self.st.shrink(arg))
+  def flip(self, arg: tuple[bool, ...]) -> LazyBuffer: return self if not any(arg) else self._view(self.st.flip(arg))
