@@ -176,6 +176,13 @@ def test_program_many_buffers_and_local_memory(alloc, compiler):
   for x in xs: s += x
   np.testing.assert_allclose(_download(alloc, out, 256, np.float32), s.reshape(4, 64)[:, ::-1].reshape(-1), rtol=1e-6)
 
+def test_program_empty_launch(alloc, compiler):
+  from tinygrad_opencl.runtime import CLProgram
+  prg = CLProgram("OPENCL", "scale", compiler.compile(SCALE))
+  out = _upload(alloc, np.full(4, 9, np.float32))
+  assert prg(out, out, global_size=(0, 1, 1), local_size=(4, 1, 1), vals=(4, 2), wait=True) == 0.0
+  np.testing.assert_array_equal(_download(alloc, out, 4, np.float32), np.full(4, 9, np.float32))  # nothing ran
+
 def test_program_bad_binary(cldev):
   from tinygrad_opencl.runtime import CLProgram
   with pytest.raises(CompileError, match="cannot load kernel"): CLProgram("OPENCL", "k", b"not a binary")

@@ -141,6 +141,7 @@ class CLProgram(Program):
     else:
       ls = _pad3(local_size)
       total = tuple(g * l for g, l in zip(gs, ls))
+    if 0 in total: return 0.0 if wait else None  # an empty launch: OpenCL 1.x rejects zero work sizes, and there is no work
     self.kernel.set_args(*bufs, *(np.int32(v) for v in vals))
     try: ev = cl.enqueue_nd_range_kernel(self.dev.queue, self.kernel, total, ls)
     except cl.Error as e:
