@@ -58,7 +58,9 @@ class LazyBuffer:
   def const_value(self) -> Any: return self.base.arg
 
   def contiguous(self) -> LazyBuffer:
-    if self.st.contiguous and self._base is None: return self
+    if self.st.contiguous and self._base is None:
+      if self.op not in (Ops.BUFFER, Ops.CONST): self.forced_realize = True  # it must exist as a buffer of its own
+      return self
     return LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
   def copy_to_device(self, device: str) -> LazyBuffer:
     if device == self.device: return self

@@ -185,7 +185,8 @@ class Tensor:
     counter.assign(counter + num % 2**32)
     if num == 0: return Tensor.empty(0, device=device, dtype=dtypes.uint32)
     counts = Tensor.arange(num, device=device, dtype=dtypes.uint32) + (counter.expand(num) - num % 2**32)
-    return Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF))
+    # a draw is its own kernel: fused into a consumer it could read the counter before and after an increment
+    return Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF)).contiguous()
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Uniform in [0, 1)."""

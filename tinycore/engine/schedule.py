@@ -155,7 +155,10 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   state: dict[LazyBuffer, int] = {}
   def visit(b: LazyBuffer) -> None:
     if state.get(b) == 2: return
-    if state.get(b) == 1: raise RuntimeError("cycle in the schedule (an assign reads its own target through another view?)")
+    if state.get(b) == 1:
+      if DEBUG >= 6:
+        for x, d in deps.items(): print(id(x) % 10000, x.op, [(id(y) % 10000, y.op) for y in d])
+      raise RuntimeError("cycle in the schedule (an assign reads its own target through another view?)")
     state[b] = 1
     for d in sorted(deps[b], key=graph.index): visit(d)
     state[b] = 2
