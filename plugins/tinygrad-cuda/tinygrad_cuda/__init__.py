@@ -24,9 +24,11 @@ def device_index(device: str, name: str = DEVICE_NAME) -> int | None:
   return int(idx) if idx else 0
 
 def check(idx: int = 0) -> str | None:
-  """None when CUDA device `idx` can open here, else the reason in words a user can act on."""
+  """None when CUDA device `idx` can open and compile here, else the reason in words a user can act on."""
   from tinygrad_cuda import runtime
-  return runtime.unavailable_reason(idx)
+  if (why := runtime.unavailable_reason(idx)) is not None: return why
+  from tinygrad_cuda.compiler import nvrtc_unavailable_reason
+  return nvrtc_unavailable_reason()
 
 def target_arch(device: str | None = None) -> str:
   """The sm_XX to compile for: $CUDA_ARCH, else the GPU's own compute capability when it can open, else sm_80."""
