@@ -7,7 +7,8 @@ It renders the linear UOp program the code generator produces:
   SPECIAL(int, arg=(name, size))        a group id ("gidx0") or a local id ("lidx0")
   RANGE(int, src=(start, end), arg=i) .. ENDRANGE(src=(range,))   a loop
   DEFINE_ACC(dt, src=(init, *ranges), arg=i), ASSIGN(dt, src=(acc, value))   an accumulator
-  LOAD(dt, src=(buf, idx[, gate, alt]))  STORE(src=(buf, idx, value[, gate]))  BARRIER
+  LOAD(dt, src=(buf, idx[, gate, alt][, barrier]))  STORE(src=(buf, idx, value[, gate]))  BARRIER(src=stores)
+  (a BARRIER among a LOAD's sources only orders that load after the barrier)
   ALU ops, CAST, BITCAST, CONST
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from collections import Counter
 from typing import Callable
 from tinycore.dtype import DType, PtrDType, dtypes
-from tinycore.ops import Ops, GroupOp
+from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 from tinycore.renderer import Renderer
 
@@ -128,6 +129,7 @@ class CStyleLanguage(Renderer):
         emit(f"{r[src[0]]} = {r[src[1]]};")
         r[u] = r[src[0]]
       elif op is Ops.LOAD:
+        src = tuple(x for x in src if x.op is not Ops.BARRIER)  # a BARRIER source only orders the load after it
         val = f"{r[src[0]]}[{r[src[1]]}]"
         if len(src) > 2: val = f"({r[src[2]]}?{val}:{r[src[3]]})"
         r[u] = fresh("val")
