@@ -89,7 +89,10 @@ def cache_dir() -> pathlib.Path:
   base = os.getenv("TINYCORE_CACHE_DIR") or os.path.join(os.getenv("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tinycore")
   return pathlib.Path(base)
 
-def _cache_path(table: str, key: str) -> pathlib.Path: return cache_dir() / table / hashlib.sha256(key.encode()).hexdigest()
+def _cache_path(table: str, key: str) -> pathlib.Path:
+  # the table names a toolchain (any characters): a readable prefix plus a hash keeps the folder name safe and unique
+  safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in table)[:40]
+  return cache_dir() / f"{safe}-{hashlib.sha256(table.encode()).hexdigest()[:16]}" / hashlib.sha256(key.encode()).hexdigest()
 
 def diskcache_get(table: str, key: str) -> bytes | None:
   if CACHELEVEL < 1 or getenv("DISABLE_COMPILER_CACHE"): return None

@@ -98,7 +98,9 @@ class LazyBuffer:
 
   # *** movement: zero-copy views ***
   def _view(self, st: ShapeTracker) -> LazyBuffer:
-    if st.size == 0 and self.size != 0 and all_int(st.shape): return LazyBuffer.const_of(0, self.dtype, self.device, st.shape)
+    # an empty view of something non-empty needs none of its data
+    if st.size == 0 and self.size != 0 and all_int(st.shape) and self.base.op is not Ops.CONST:
+      return LazyBuffer.const_of(0, self.dtype, self.device, st.shape)
     return LazyBuffer(self.device, st, self.dtype, base=self.base)
   def reshape(self, shape: tuple[sint, ...]) -> LazyBuffer: return self if shape == self.shape else self._view(self.st.reshape(shape))
   def permute(self, axis: tuple[int, ...]) -> LazyBuffer:

@@ -69,8 +69,6 @@ def test_bigger_matmul(T):
   x, y = RNG.standard_normal((128, 96)).astype(np.float32), RNG.standard_normal((96, 64)).astype(np.float32)
   close((T(x) @ T(y)).numpy(), x @ y, tol=1e-3)
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason="core bug: the lowerer makes LOAD(local, idx, BARRIER) and tinycore/renderer/cstyle.py "
-                   "reads a third LOAD source as a gate (KeyError on the BARRIER); remove this mark when the core renders it")
 def test_grouped_reduce(T):
   # a long full reduction: the heuristic splits it across a work-group, with local memory and a barrier
   z = RNG.standard_normal((4096,)).astype(np.float32)
