@@ -65,8 +65,8 @@ class LazyBuffer:
   def copy_to_device(self, device: str) -> LazyBuffer:
     if device == self.device: return self
     if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape)
-    src = self if self.st.contiguous and self._base is None else self.contiguous()
-    return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(src,))
+    # the source must exist as a whole buffer of its own before it can be copied
+    return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(self.contiguous(),))
   def assign(self, x: LazyBuffer) -> LazyBuffer:
     """Write x into this (realized) buffer, in place."""
     if self.shape != x.shape: raise ValueError(f"assign shape mismatch: {self.shape} vs {x.shape}")

@@ -128,9 +128,10 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     roots: dict[LazyBuffer, set[LazyBuffer]] = {}
     for b in reversed(graph):
       roots[b] = {b} if b in realizes else set().union(*(roots[c] for c in children[b])) if children[b] else {b}
-    multi = [b for b in graph if b not in realizes and b.op is not Ops.CONST and len(roots[b]) > 1]
+    multi = {b for b in graph if b not in realizes and b.op is not Ops.CONST and len(roots[b]) > 1}
     if not multi: break
-    realizes |= set(multi)
+    # realize only the nodes nearest the consumers; what feeds them may then fuse into a single kernel again
+    realizes |= {b for b in multi if not any(c in multi for c in children[b])}
   # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again
   while True:
     try: kernels = {b: _kernel_ast(b, realizes) for b in graph if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY)}
@@ -165,7 +166,7 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     order.append(b)
   for b in graph:
     if b in items: visit(b)
-  if GRAPH: _save_graph(graph, realizes)
+  if GRAPH and graph: _save_graph(graph, realizes)
   if DEBUG >= 5: print(f"scheduled {len(order)} items from {len(graph)} lazy buffers")
   return [items[b] for b in order]
 

@@ -21,9 +21,11 @@ class ClangRenderer(CStyleLanguage):
               dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
               dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16"}
   infinity, nan = "__builtin_inff()", "__builtin_nanf(\"\")"
-  def __init__(self) -> None:
+  def __init__(self, half_type: str | None = None) -> None:
+    # half is declared only when the compiler has a type for it (_Float16, or clang's storage-only __fp16)
     super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None,
-                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16))
+                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 and (d != dtypes.float16 or half_type)))
+    if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
   def render_math(self, op: Ops, x: str, dt: DType) -> str:
     if op is Ops.RECIP: return super().render_math(op, x, dt)
     fn = self.math_fns[op]
@@ -42,6 +44,14 @@ def _find_cc() -> str | None:
 def _cc_version(cc: str) -> str:
   try: return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
   except (OSError, subprocess.CalledProcessError, IndexError): return "unknown"
+
+@functools.cache
+def half_type(cc: str | None) -> str | None:
+  """The C type this compiler offers for float16 values, or None."""
+  for t in ("_Float16", "__fp16"):
+    src = f"void k({t}* restrict o, const {t}* restrict a) {{ {t} v = a[0]; o[0] = ({t})(v * ({t})2.0f); }}"
+    if cc and subprocess.run([cc, "-x", "c", "-O2", "-c", "-", "-o", os.devnull], input=src.encode(), capture_output=True).returncode == 0: return t
+  return None
 
 class ClangCompiler(Compiler):
   def __init__(self, cc: str | None = None):
@@ -93,7 +103,7 @@ def tinycore_devices() -> list[DeviceSpec]:
 @hookimpl
 def tinycore_allocator(device: str) -> ClangAllocator | None: return ClangAllocator() if _mine(device) else None
 @hookimpl
-def tinycore_renderer(device: str) -> ClangRenderer | None: return ClangRenderer() if _mine(device) else None
+def tinycore_renderer(device: str) -> ClangRenderer | None: return ClangRenderer(half_type(_find_cc())) if _mine(device) else None
 @hookimpl
 def tinycore_compiler(device: str) -> ClangCompiler | None: return ClangCompiler() if _mine(device) else None
 @hookimpl

@@ -1,0 +1,10 @@
+import pytest
+from tinycore import Device
+
+@pytest.fixture(params=["CLANG", "PYTHON"])
+def device(request):
+  """Run a test on both devices issue 2 ships; the default device is restored after."""
+  old = Device.DEFAULT
+  Device.DEFAULT = request.param
+  yield request.param
+  Device.DEFAULT = old

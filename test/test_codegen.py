@@ -1,0 +1,56 @@
+"""Kernel optimizations: every OptOp changes only speed, never results (exact, on integer-valued data)."""
+import numpy as np
+import pytest
+from tinycore import Tensor, Device, Context
+from tinycore.codegen import Kernel, Opt, OptOps, KernelOptError, get_program
+from tinycore.engine.realize import CompiledRunner
+from tinycore.ops import Ops
+
+def ints(*shape, seed=0) -> np.ndarray: return np.random.default_rng(seed).integers(-4, 5, shape).astype(np.float32)
+
+CASES = {
+  "matmul": lambda a, b: a @ b,
+  "conv": lambda a, b: a.reshape(2, 2, 8, 8).conv2d(b.reshape(-1)[:72].reshape(4, 2, 3, 3)),
+  "sum_rows": lambda a, b: (a * 2 + b).sum(1),
+  "full_sum": lambda a, b: (a * b).sum(),
+  "elementwise": lambda a, b: (a * b + 1).relu(),
+}
+
+def run_with(ast, opts, bufs, device) -> np.ndarray:
+  k = Kernel(ast, Device[device].renderer)
+  for o in opts: k.apply_opt(o)
+  runner = CompiledRunner(get_program(k, device))
+  out = bufs[0]
+  runner(list(bufs), {})
+  return out.numpy().copy()
+
+@pytest.mark.parametrize("case", CASES)
+def test_noopt_and_heuristics_agree(device, case):
+  a, b = Tensor(ints(16, 16)), Tensor(ints(16, 16, seed=1))
+  with Context(NOOPT=1): plain = CASES[case](a, b).numpy()
+  with Context(NOOPT=0): opt = CASES[case](Tensor(a.numpy()), Tensor(b.numpy())).numpy()
+  np.testing.assert_array_equal(plain, opt)
+
+OPTS = [[Opt(OptOps.UPCAST, 0, 4)], [Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.LOCAL, 0, 4)], [Opt(OptOps.GROUP, 0, 4)],
+        [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.LOCAL, 0, 2)], [Opt(OptOps.GROUP, 0, 8), Opt(OptOps.LOCAL, 0, 2)]]
+
+@pytest.mark.parametrize("opts", OPTS, ids=str)
+def test_each_optop_keeps_results(device, opts):
+  a, b = Tensor(ints(16, 32)).realize(), Tensor(ints(32, 8, seed=1)).realize()
+  out = a @ b
+  si = [x for x in out.schedule() if x.ast.op is Ops.SINK][-1]
+  for buf in si.bufs: buf.ensure_allocated()
+  ref = run_with(si.ast, [], si.bufs, device)
+  renderer = Device[device].renderer
+  if any(o.op in (OptOps.LOCAL, OptOps.GROUP) for o in opts) and not renderer.has_local:
+    with pytest.raises(KernelOptError, match="local"): run_with(si.ast, opts, si.bufs, device)
+    return
+  np.testing.assert_array_equal(run_with(si.ast, opts, si.bufs, device), ref)
+  np.testing.assert_array_equal(ref.reshape(16, 8), a.numpy() @ b.numpy())
+
+def test_bad_opt_is_refused():
+  a = Tensor(ints(6, 6))
+  si = [x for x in (a * 2).schedule() if x.ast.op is Ops.SINK][-1]
+  k = Kernel(si.ast, Device["CLANG"].renderer)
+  with pytest.raises(KernelOptError, match="cannot split"): k.apply_opt(Opt(OptOps.UPCAST, 0, 5))
+  with pytest.raises(KernelOptError, match="no such axis"): k.apply_opt(Opt(OptOps.UNROLL, 0, 2))

@@ -1,0 +1,118 @@
+"""Devices and plugin discovery: selection, clear errors, and broken or missing plugins."""
+import os, pathlib, subprocess, sys, textwrap
+import numpy as np
+import pytest
+import tinycore
+from tinycore import Tensor, Device, DeviceError
+from tinycore.plugin import api_compatible, registry
+
+ROOT = pathlib.Path(tinycore.__file__).parent.parent
+
+def run_py(code: str, env: dict | None = None, python: str = sys.executable) -> subprocess.CompletedProcess:
+  e = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEBUG", "CLANG", "PYTHON")}
+  e.update(env or {})
+  return subprocess.run([python, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=e, timeout=120)
+
+def fake_distribution(tmp: pathlib.Path, name: str, module_src: str) -> pathlib.Path:
+  """A minimal installed distribution (dist-info with an entry point) whose module is module_src."""
+  (tmp / f"{name}_mod.py").write_text(textwrap.dedent(module_src))
+  di = tmp / f"{name}-0.1.dist-info"
+  di.mkdir()
+  (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+  (di / "entry_points.txt").write_text(f"[tinycore.backends]\n{name} = {name}_mod\n")
+  return tmp
+
+def test_devices_listed():
+  names = registry.device_names()
+  assert "CLANG" in names and "PYTHON" in names
+  out = subprocess.run([sys.executable, "-m", "tinycore", "devices"], capture_output=True, text=True, timeout=120).stdout
+  assert "CLANG" in out and "PYTHON" in out and "tinygrad-clang" in out and "default device:" in out
+
+def test_unknown_device_is_a_clear_error():
+  with pytest.raises(DeviceError, match=r"unknown device 'NOPE'.*installed devices are"):
+    Device["NOPE"]
+  with pytest.raises(DeviceError, match="unknown device"):
+    Tensor([1, 2], device="NOPE")
+
+def test_dev_env_and_legacy_flag_pick_the_device():
+  for env in ({"DEV": "PYTHON"}, {"PYTHON": "1"}, {"DEV": "python:0"}):
+    r = run_py("from tinycore import Device; print(Device.DEFAULT)", env)
+    assert r.stdout.strip() == "PYTHON", (env, r.stderr)
+  assert run_py("from tinycore import Device; print(Device.DEFAULT)").stdout.strip() == "CLANG", "CLANG outranks PYTHON"
+
+def test_named_device_that_cannot_open_does_not_fall_back():
+  r = run_py("from tinycore import Tensor; Tensor([1.0]).numpy()", {"DEV": "NOSUCH"})
+  assert r.returncode != 0 and "unknown device 'NOSUCH'" in r.stderr
+
+def test_broken_plugin_is_listed_and_does_not_break_others(tmp_path):
+  fake_distribution(tmp_path, "brokenbackend", 'raise ImportError("libfoo.so: cannot open shared object file")\n')
+  env = {"PYTHONPATH": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-m", "tinycore", "devices"], capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
+  assert r.returncode == 0, r.stderr
+  line = next(x for x in r.stdout.splitlines() if x.startswith("BROKENBACKEND"))
+  assert "failed to import" in line and "libfoo.so" in line
+  r = run_py("""
+    import numpy as np
+    from tinycore import Tensor, Device, DeviceError
+    print((Tensor([1.0, 2.0]) * 3).numpy().tolist(), Device.DEFAULT)
+    try: Device["BROKENBACKEND"]
+    except DeviceError as e: print("ERR", e)
+  """, env)
+  assert "[3.0, 6.0] CLANG" in r.stdout, r.stderr
+  err = r.stdout.split("ERR ", 1)[1]
+  assert "BROKENBACKEND" in err and "brokenbackend 0.1" in err and "libfoo.so" in err
+
+def test_incompatible_api_version_is_refused(tmp_path):
+  fake_distribution(tmp_path, "futurebackend", """
+    TINYCORE_API_VERSION = "2.0.0"
+    def tinycore_devices(): raise AssertionError("must not be called")
+  """)
+  r = run_py("""
+    from tinycore import Device, DeviceError
+    try: Device["FUTUREBACKEND"]
+    except DeviceError as e: print("ERR", e)
+  """, {"PYTHONPATH": str(tmp_path)})
+  assert "API 2.0.0" in r.stdout and "provides API 1.0.0" in r.stdout, r.stdout + r.stderr
+
+def test_api_semver():
+  assert api_compatible("1.0.0") and api_compatible("1.0.3")
+  assert not api_compatible("2.0.0") and not api_compatible("1.9.0") and not api_compatible("garbage")
+
+def test_without_the_clang_plugin_python_is_default(tmp_path):
+  """A real environment with the core but no tinygrad-clang distribution: import works, PYTHON is the default."""
+  venv = tmp_path / "venv"
+  subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+  site = next(venv.glob("lib/python*/site-packages"))
+  import numpy, pluggy
+  # only the core and its dependencies: numpy and pluggy are linked in, the core is put on the path
+  for mod in (numpy, pluggy):
+    src = pathlib.Path(mod.__file__).parent
+    (site / src.name).symlink_to(src)
+  for extra in pathlib.Path(numpy.__file__).parent.parent.glob("numpy.libs"): (site / extra.name).symlink_to(extra)
+  (site / "tinycore_src.pth").write_text(str(ROOT) + "\n")
+  r = run_py("""
+    import tinycore
+    from tinycore import Tensor, Device
+    from tinycore.plugin import registry
+    print(Device.DEFAULT, sorted(registry.device_names()), (Tensor([1.0, 2.0]) + 1).numpy().tolist())
+  """, python=str(venv / "bin" / "python"))
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.split()[0] == "PYTHON" and "CLANG" not in r.stdout and "[2.0, 3.0]" in r.stdout
+
+def test_binary_op_shape_mismatch_names_shapes():
+  with pytest.raises(ValueError, match=r"\(2, 3\) and \(4,\)"): Tensor.ones(2, 3) + Tensor.ones(4)
+
+def test_matmul_shape_mismatch_names_shapes():
+  with pytest.raises(ValueError, match=r"\(2, 3\) @ \(4, 5\)"): Tensor.ones(2, 3) @ Tensor.ones(4, 5)
+
+def test_compile_error_carries_compiler_output():
+  from tinycore import CompileError
+  comp = Device["CLANG"].compiler
+  with pytest.raises(CompileError, match="error") as e: comp.compile("void f(void) { this is not C; }")
+  assert "this" in str(e.value) or "expected" in str(e.value)
+
+def test_buffer_copy_between_devices():
+  a = Tensor(np.arange(6, dtype=np.float32), device="CLANG")
+  b = a.to("PYTHON") * 2
+  assert b.device == "PYTHON"
+  np.testing.assert_array_equal(b.to("CLANG").numpy(), np.arange(6) * 2)

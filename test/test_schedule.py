@@ -1,0 +1,77 @@
+"""Scheduler fusion rules, asserted as kernel counts and checked against numpy."""
+import numpy as np
+from tinycore import Tensor
+from tinycore.ops import Ops
+
+def kernels(*ts: Tensor) -> int: return sum(si.ast.op is Ops.SINK for si in ts[0].schedule(*ts[1:]))
+def rnd(*shape) -> Tensor: return Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+
+def test_elementwise_chain_is_one_kernel(device):
+  a, b, c = rnd(8, 8), rnd(8, 8), rnd(8, 8)
+  out = ((a * b + c).exp() - a).relu()
+  assert kernels(out) == 1
+  an, bn, cn = a.numpy(), b.numpy(), c.numpy()
+  np.testing.assert_allclose(out.numpy(), np.maximum(np.exp(an * bn + cn) - an, 0), rtol=1e-5)
+
+def test_mul_add_sum_is_one_kernel(device):
+  a, b, c = rnd(16, 4), rnd(16, 4), rnd(16, 4)
+  out = (a * b + c).sum()
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), (a.numpy() * b.numpy() + c.numpy()).sum(), rtol=1e-5)
+
+def test_elementwise_after_reduce_fuses_into_store(device):
+  a = rnd(6, 5)
+  out = (a.sum(1).abs() * 2 + 1).sqrt()
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), np.sqrt(np.abs(a.numpy().sum(1)) * 2 + 1), rtol=1e-5)
+
+def test_seed_conv2d_is_one_kernel(device):
+  x, w = Tensor.rand(2, 3, 10, 10).realize(), Tensor.rand(4, 3, 3, 3).realize()
+  out = x.conv2d(w)
+  assert kernels(out) == 1
+  xn, wn = x.numpy().astype(np.float64), w.numpy().astype(np.float64)
+  ref = sum(np.einsum("bchw,oc->bohw", xn[:, :, i:i + 8, j:j + 8], wn[:, :, i, j]) for i in range(3) for j in range(3))
+  np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)
+
+def test_buffer_needed_by_two_kernels_is_computed_once(device):
+  a = rnd(8, 8)
+  shared = (a * 3).exp()
+  x, y = shared.sum(0), shared.max(1)
+  sched = x.schedule(y)
+  assert sum(si.ast.op is Ops.SINK for si in sched) == 3  # shared, and one kernel per reduce
+  x.realize(y)
+  e = np.exp(a.numpy() * 3)
+  np.testing.assert_allclose(x.numpy(), e.sum(0), rtol=1e-5)
+  np.testing.assert_allclose(y.numpy(), e.max(1), rtol=1e-5)
+
+def test_shared_value_inside_one_kernel_is_not_split(device):
+  a = rnd(8)
+  s = a * 2
+  out = s.exp() + s.sin()
+  assert kernels(out) == 1
+
+def test_movement_ops_never_copy(device):
+  a = rnd(4, 6).realize()
+  out = a.permute(1, 0).reshape(3, 2, 4).flip(0).shrink(((0, 2), None, None)).pad(((1, 1), None, None)) + 1
+  assert kernels(out) == 1, "views compose into the one kernel's index math"
+  ref = np.pad(np.flip(a.numpy().T.reshape(3, 2, 4), 0)[0:2], ((1, 1), (0, 0), (0, 0))) + 1
+  np.testing.assert_allclose(out.numpy(), ref)
+
+def test_pad_is_not_pushed_through_exp(device):
+  a = rnd(3, 3)
+  out = a.exp().pad(((1, 1), (1, 1)))
+  np.testing.assert_allclose(out.numpy(), np.pad(np.exp(a.numpy()), 1), rtol=1e-6)
+
+def test_matmul_is_one_kernel(device):
+  a, b = rnd(5, 7), rnd(7, 3)
+  out = a @ b
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-6)
+
+def test_two_reduces_make_two_kernels(device):
+  a = rnd(4, 8)
+  out = a - a.max(1, keepdim=True)
+  m = out.exp().sum(1)
+  assert kernels(m) == 2
+  an = a.numpy()
+  np.testing.assert_allclose(m.numpy(), np.exp(an - an.max(1, keepdims=True)).sum(1), rtol=1e-5)

@@ -1,0 +1,73 @@
+"""ShapeTracker against numpy: random chains of movement ops on an arange, read back element by element."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinycore.dtype import dtypes
+from tinycore.ops import Ops
+from tinycore.shape import ShapeTracker
+from tinycore.uop.uop import UOp
+
+def read(stk: ShapeTracker, base: np.ndarray) -> np.ndarray:
+  out = np.zeros(stk.shape, dtype=base.dtype)
+  for pos in np.ndindex(*stk.shape):
+    idx, valid = stk.to_indexed_uops([UOp.const(dtypes.int32, p) for p in pos])
+    assert idx.op is Ops.CONST and valid.op is Ops.CONST
+    out[pos] = base[idx.arg] if valid.arg else 0
+  return out
+
+@st.composite
+def movement_chains(draw):
+  shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+  ops = []
+  cur = shape
+  for _ in range(draw(st.integers(1, 5))):
+    op = draw(st.sampled_from(["reshape", "permute", "expand", "pad", "shrink", "flip"]))
+    if op == "permute": arg = tuple(draw(st.permutations(range(len(cur)))))
+    elif op == "reshape":
+      n = int(np.prod(cur))
+      d = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+      arg = draw(st.sampled_from([(d, n // d), (n // d, 1, d), (n,)]))
+    elif op == "expand": arg = tuple(draw(st.integers(1, 3)) if s == 1 else s for s in cur)
+    elif op == "pad": arg = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in cur)
+    elif op == "shrink":
+      arg = []
+      for s in cur:
+        b = draw(st.integers(0, s - 1))
+        arg.append((b, draw(st.integers(b + 1, s))))
+      arg = tuple(arg)
+    else: arg = tuple(draw(st.booleans()) for _ in cur)
+    ops.append((op, arg))
+    cur = {"permute": lambda: tuple(cur[i] for i in arg), "reshape": lambda: arg, "expand": lambda: arg,
+           "pad": lambda: tuple(s + a + b for s, (a, b) in zip(cur, arg)), "shrink": lambda: tuple(e - b for b, e in arg),
+           "flip": lambda: cur}[op]()
+  return shape, ops
+
+@settings(max_examples=150, deadline=None)
+@given(movement_chains())
+def test_movement_chain_matches_numpy(chain):
+  shape, ops = chain
+  base = np.arange(1, int(np.prod(shape)) + 1)
+  stk, ref = ShapeTracker.from_shape(shape), base.reshape(shape)
+  for op, arg in ops:
+    stk = getattr(stk, op)(arg)
+    ref = {"permute": lambda: ref.transpose(arg), "reshape": lambda: ref.reshape(arg), "expand": lambda: np.broadcast_to(ref, arg),
+           "pad": lambda: np.pad(ref, arg), "shrink": lambda: ref[tuple(slice(b, e) for b, e in arg)],
+           "flip": lambda: np.flip(ref, [i for i, f in enumerate(arg) if f]) if any(arg) else ref}[op]()
+  np.testing.assert_array_equal(read(stk, base), ref)
+
+def test_reshape_merges_into_last_view():
+  s = ShapeTracker.from_shape((4, 6)).permute((1, 0)).reshape((6, 2, 2))
+  assert len(s.views) == 1, "splitting a permuted dim is still one strided view"
+  assert ShapeTracker.from_shape((4, 6)).reshape((24,)).views[0].contiguous
+
+def test_reshape_stacks_a_view_when_it_must():
+  s = ShapeTracker.from_shape((4, 6)).permute((1, 0)).reshape((24,))
+  assert len(s.views) == 2, "merging dims that are not one strided run needs a second view"
+
+def test_movement_is_zero_copy_index_math():
+  s = ShapeTracker.from_shape((3, 4)).flip((True, False)).shrink(((1, 3), (0, 4)))
+  idx, valid = s.to_indexed_uops([UOp.const(dtypes.int32, 0), UOp.const(dtypes.int32, 2)])
+  assert (idx.arg, valid.arg) == (1 * 4 + 2, True)
+
+def test_bad_reshape_names_shapes():
+  with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 2\)"): ShapeTracker.from_shape((2, 3)).reshape((4, 2))

@@ -1,0 +1,74 @@
+"""UOp IR: hash-consing, bounds, the pattern matcher, and symbolic simplification checked by evaluation."""
+import random
+import pytest
+from tinycore.dtype import dtypes
+from tinycore.ops import Ops
+from tinycore.uop import UOp, UPat, PatternMatcher, graph_rewrite, Variable
+from tinycore.uop.symbolic import simplify
+
+def evaluate(u: UOp, env: dict) -> int:
+  """Evaluate integer index math with C semantics (the reference the rendered code follows)."""
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.DEFINE_VAR: return env[u.arg[0]]
+  a = [evaluate(s, env) for s in u.src]
+  if u.op is Ops.ADD: return a[0] + a[1]
+  if u.op is Ops.MUL: return a[0] * a[1]
+  if u.op is Ops.IDIV: return int(a[0] / a[1])
+  if u.op is Ops.MOD: return a[0] - a[1] * int(a[0] / a[1])
+  if u.op is Ops.CMPLT: return a[0] < a[1]
+  if u.op is Ops.CMPNE: return a[0] != a[1]
+  if u.op is Ops.AND: return a[0] and a[1]
+  if u.op is Ops.OR: return a[0] or a[1]
+  if u.op is Ops.MAX: return max(a)
+  if u.op is Ops.WHERE: return a[1] if a[0] else a[2]
+  raise NotImplementedError(u.op)
+
+def random_expr(rng: random.Random, vs: list, depth: int) -> UOp:
+  if depth == 0: return rng.choice(vs) if rng.random() < 0.7 else UOp.const(dtypes.int32, rng.randint(0, 9))
+  a, b = random_expr(rng, vs, depth - 1), random_expr(rng, vs, depth - 1)
+  op = rng.choice(["add", "mul", "div", "mod", "addc", "mulc"])
+  c = rng.randint(1, 8)
+  return {"add": lambda: a + b, "mul": lambda: a * rng.randint(0, 5), "div": lambda: a // c, "mod": lambda: a % c,
+          "addc": lambda: a + c, "mulc": lambda: a * c}[op]()
+
+def test_hash_consing():
+  a = UOp.const(dtypes.int32, 3)
+  assert a is UOp.const(dtypes.int32, 3)
+  x = Variable("x", 0, 10)
+  assert (x + a) is (x + a) and (x + a) is not (a + x)
+
+@pytest.mark.parametrize("seed", range(40))
+def test_simplify_preserves_value(seed):
+  rng = random.Random(seed)
+  vs = [Variable("a", 0, 7), Variable("b", 0, 3), Variable("c", 0, 20)]
+  e = random_expr(rng, vs, 3)
+  s = simplify(e)
+  for _ in range(30):
+    env = {"a": rng.randint(0, 7), "b": rng.randint(0, 3), "c": rng.randint(0, 20)}
+    assert evaluate(s, env) == evaluate(e, env), f"{e.render()} -> {s.render()} at {env}"
+    # bounds hold on the sampled points
+    assert e.vmin <= evaluate(e, env) <= e.vmax
+
+def test_index_math_folds():
+  a, b = Variable("a", 0, 10), Variable("b", 0, 3)
+  assert simplify((a * 4 + b) // 4) is a
+  assert simplify((a * 4 + b) % 4) is b
+  assert simplify((a + 1) + 2).render() == "(a+3)"
+  assert simplify(a * 2 + a * 3).render() == "(a*5)"
+  assert simplify((a * 4 + b) < 44).arg is True
+  assert simplify(UOp.const(dtypes.float32, 2.0) * 3.0).arg == 6.0
+
+def test_pattern_matcher_and_rewrite():
+  x = Variable("x", 0, 5)
+  pm = PatternMatcher([(UPat(Ops.MUL, src=[UPat.var("v"), UPat.cvar("c")]), lambda v, c: v + v if c.arg == 2 else None)])
+  out = graph_rewrite((x * 2) * 3, pm)
+  # only the inner *2 matches; the outer *3 is left alone
+  assert out.op is Ops.MUL and out.src[0] is (x + x)
+
+def test_variable_bind_checks_range():
+  v = Variable("bs", 1, 64)
+  assert v.bind(16).unbind() == (v, 16)
+  with pytest.raises(ValueError, match="out of range"): v.bind(100)
+
+def test_symbolic_has_no_truth_value():
+  with pytest.raises(TypeError, match="no truth value"): bool(Variable("x", 0, 3) < 2)
