@@ -37,10 +37,16 @@ def movement_chains(draw):
       arg = tuple(arg)
     else: arg = tuple(draw(st.booleans()) for _ in cur)
     ops.append((op, arg))
-    cur = {"permute": lambda: tuple(cur[i] for i in arg), "reshape": lambda: arg, "expand": lambda: arg,
-           "pad": lambda: tuple(s + a + b for s, (a, b) in zip(cur, arg)), "shrink": lambda: tuple(e - b for b, e in arg),
-           "flip": lambda: cur}[op]()
+    cur = np_apply(op, arg, np.zeros(cur)).shape
   return shape, ops
+
+def np_apply(op: str, arg, ref: np.ndarray) -> np.ndarray:
+  if op == "permute": return ref.transpose(arg)
+  if op == "reshape": return ref.reshape(arg)
+  if op == "expand": return np.broadcast_to(ref, arg)
+  if op == "pad": return np.pad(ref, arg)
+  if op == "shrink": return ref[tuple(slice(b, e) for b, e in arg)]
+  return np.flip(ref, [i for i, f in enumerate(arg) if f]) if any(arg) else ref
 
 @settings(max_examples=150, deadline=None)
 @given(movement_chains())
@@ -49,10 +55,7 @@ def test_movement_chain_matches_numpy(chain):
   base = np.arange(1, int(np.prod(shape)) + 1)
   stk, ref = ShapeTracker.from_shape(shape), base.reshape(shape)
   for op, arg in ops:
-    stk = getattr(stk, op)(arg)
-    ref = {"permute": lambda: ref.transpose(arg), "reshape": lambda: ref.reshape(arg), "expand": lambda: np.broadcast_to(ref, arg),
-           "pad": lambda: np.pad(ref, arg), "shrink": lambda: ref[tuple(slice(b, e) for b, e in arg)],
-           "flip": lambda: np.flip(ref, [i for i, f in enumerate(arg) if f]) if any(arg) else ref}[op]()
+    stk, ref = getattr(stk, op)(arg), np_apply(op, arg, ref)
   np.testing.assert_array_equal(read(stk, base), ref)
 
 def test_reshape_merges_into_last_view():

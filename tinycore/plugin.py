@@ -98,7 +98,7 @@ class Registry:
       return
     try:
       self.pm.register(module, name=name)
-      specs = getattr(module, "tinycore_devices")()
+      specs = module.tinycore_devices()  # type: ignore[attr-defined]
     except Exception as e:
       if self.pm.is_registered(module): self.pm.unregister(module)
       self.failed.append(DeviceEntry(name.upper(), dist, version, error=f"plugin {dist} {version} is broken: {type(e).__name__}: {e}"))

@@ -132,9 +132,10 @@ class Kernel:
   @property
   def name(self) -> str:
     colors = {"g": "blue", "l": "cyan", "G": "green", "r": "red", "u": "magenta", "U": "yellow"}
-    base = ("r" if self.reduceop is not None else "E") + "_" + "_".join(str(s) for s in self.full_shape)
-    self.display_name = ("r" if self.reduceop is not None else "E") + " " + " ".join(colored(str(s), colors[k]) for s, k in zip(self.full_shape, self.kinds))
-    return to_function_name(base)
+    kind = "r" if self.reduceop is not None else "E"
+    dims = [str(s) for s in self.full_shape] or ["1"]
+    self.display_name = kind + " " + " ".join(colored(d, colors[k]) for d, k in zip(dims, self.kinds or ["g"]))
+    return to_function_name(kind + "_" + "_".join(dims))
 
   def st_for(self, view: UOp) -> ShapeTracker: return self.sts[self.views.index(view)]
 

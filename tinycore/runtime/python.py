@@ -60,7 +60,8 @@ class PythonProgram(Program):
       elif op is Ops.DEFINE_VAR: v[u] = np.int32(var_vals.pop(0))
       elif op is Ops.DEFINE_LOCAL: v[u] = ("local", np.zeros((ng, u.arg[1]), dtype=to_np_dtype(dt.base)))
       elif op is Ops.SPECIAL: v[u] = ids[u.arg[0][0]][int(u.arg[0][-1])]
-      elif op is Ops.CONST: v[u] = np.array(u.arg, dtype=to_np_dtype(dt)) if dt != dtypes.bfloat16 else np_cast(np.array(u.arg, np.float32), dtypes.float32, dt)
+      elif op is Ops.CONST:
+        v[u] = np.array(u.arg, dtype=to_np_dtype(dt)) if dt != dtypes.bfloat16 else np_cast(np.array(u.arg, np.float32), dtypes.float32, dt)
       elif op is Ops.RANGE:
         v[u] = np.int32(int(v[src[0]]))
         if v[u] >= int(v[src[1]]):  # empty loop: jump past its end

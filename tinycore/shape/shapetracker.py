@@ -41,19 +41,9 @@ class ShapeTracker:
       idx, valid = view.to_indexed_uops(list(reversed(sub)), valid)
     return simplify(idx), simplify(valid)
 
-  @functools.cache
   def real_strides(self) -> tuple[sint | None, ...]:
     """For each dim, how far the buffer index moves per step along it, or None where that is not a constant."""
-    if len(self.views) == 1 and self.views[-1].mask is None: return self.views[-1].strides
-    idxs = [Variable(f"idx{i}", 0, s - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, s in enumerate(self.shape)]
-    idx, _ = self.to_indexed_uops(idxs)
-    terms, _ = linear_terms(idx)
-    out: list[sint | None] = []
-    for v in idxs:
-      if v.op is Ops.CONST: out.append(0)
-      elif v in terms: out.append(terms[v] if all(v not in t.toposort() for t in terms if t is not v) else None)
-      else: out.append(None if any(v in t.toposort() for t in terms) else 0)
-    return tuple(out)
+    return _real_strides(self)
 
   def simplify(self) -> ShapeTracker:
     if len(self.views) < 2: return self
@@ -100,6 +90,19 @@ class ShapeTracker:
   def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> ShapeTracker:
     return ShapeTracker(self.views[:-1] + (self.views[-1].shrink(arg),))
   def flip(self, arg: tuple[bool, ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].flip(arg),))
+
+@functools.lru_cache(maxsize=4096)
+def _real_strides(self: ShapeTracker) -> tuple[sint | None, ...]:
+  if len(self.views) == 1 and self.views[-1].mask is None: return self.views[-1].strides
+  idxs = [Variable(f"idx{i}", 0, s - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, s in enumerate(self.shape)]
+  idx, _ = self.to_indexed_uops(idxs)
+  terms, _ = linear_terms(idx)
+  out: list[sint | None] = []
+  for v in idxs:
+    if v.op is Ops.CONST: out.append(0)
+    elif v in terms: out.append(terms[v] if all(v not in t.toposort() for t in terms if t is not v) else None)
+    else: out.append(None if any(v in t.toposort() for t in terms) else 0)
+  return tuple(out)
 
 def _and_clauses(u: UOp) -> list[UOp]:
   return _and_clauses(u.src[0]) + _and_clauses(u.src[1]) if u.op is Ops.AND and u.dtype == dtypes.bool else [u]
