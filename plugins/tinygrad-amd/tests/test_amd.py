@@ -142,6 +142,14 @@ def test_code_object_metadata_and_isa(arch):
   assert ".value_kind:     by_value" in var  # the symbolic size is passed by value after the buffers
 
 @needs_clang
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_core_codegen_kernels_compile(arch):
+  """Kernels of the core's own pipeline (locals, grouped reduces, upcasts) render and compile to code objects."""
+  progs = kernels.codegen_programs(AMDRenderer(arch))
+  assert any("__builtin_amdgcn_s_barrier();" in src for src in progs.values())
+  for name, src in progs.items(): assert AMDCompiler(arch).compile(src)[:4] == b"\x7fELF", name
+
+@needs_clang
 def test_compile_error_carries_clang_output():
   with pytest.raises(CompileError, match="no_such_function"):
     AMDCompiler("gfx1100").compile('extern "C" __attribute__((global)) void k(float* a) { a[0] = no_such_function(); }')

@@ -122,3 +122,23 @@ def suite(dts: tuple[DType, ...]) -> dict[str, list[UOp]]:
     ks[f"casts_{dt.name}"] = casts(dt, dts)
     if dt != dtypes.bool: ks[f"shared_reverse_{dt.name}"] = shared_reverse(dt)
   return ks
+
+def codegen_programs(renderer) -> dict[str, str]:
+  """Source of the kernels the core's own pipeline makes for `renderer` (scheduled on the PYTHON device, optimized with the
+  renderer's capabilities: locals, grouped reduces with barriers, upcasts): name -> rendered source."""
+  from tinycore import Tensor
+  from tinycore.codegen import get_kernel, get_program
+  D = "PYTHON"
+  a, b = Tensor.empty(64, 64, device=D), Tensor.empty(64, 64, device=D)  # empty: nothing is computed to make inputs
+  exprs = {"add": a + b, "sum_axis": a.sum(axis=1), "sum_all": Tensor.empty(4096, device=D).sum(), "max_axis": a.max(axis=0),
+           "matmul": a @ b, "conv2d": Tensor.empty(2, 3, 16, 16, device=D).conv2d(Tensor.empty(4, 3, 3, 3, device=D)),
+           "half_exp": (a.cast(dtypes.half) * 2).exp(), "int_arith": Tensor.arange(256, device=D) * 7 // 3 % 5,
+           "where_sqrt_log": (a > 0.5).where(a, b).sqrt().log()}
+  if dtypes.bfloat16 in renderer.supported_dtypes(): exprs["bf16_sin"] = a.cast(dtypes.bfloat16).sin()
+  progs: dict[str, str] = {}
+  for name, t in exprs.items():
+    for si in t.schedule():
+      if si.ast.op is not Ops.SINK: continue
+      p = get_program(get_kernel(si.ast, renderer), renderer.device)
+      progs[f"{name}:{p.name}"] = p.src
+  return progs

@@ -146,6 +146,14 @@ def test_nvrtc_ptx_assembles_with_ptxas():
     assert cubin[:4] == b"\x7fELF"
 
 @needs_nvrtc
+def test_core_codegen_kernels_compile():
+  """Kernels of the core's own pipeline (locals, grouped reduces, upcasts) render and compile for sm_80 and sm_90."""
+  for arch in ("sm_80", "sm_90"):
+    progs = kernels.codegen_programs(CUDARenderer(arch))
+    assert any("__syncthreads();" in src for src in progs.values())  # a grouped reduce through shared memory
+    for name, src in progs.items(): assert NVRTCCompiler(arch).compile(src)[:4] == b"\x7fELF", name
+
+@needs_nvrtc
 def test_compile_error_carries_nvrtc_log():
   with pytest.raises(CompileError, match="no_such_function"):
     NVRTCCompiler("sm_80").compile('extern "C" __global__ void k(float* a) { a[0] = no_such_function(); }')

@@ -96,6 +96,12 @@ def test_every_kernel_passes_metal_syntax_check(name):
   assert MetalSyntaxCheckCompiler().compile(src) == src.encode()
 
 @needs_cxx
+def test_core_codegen_kernels_pass_metal_syntax_check():
+  progs = kernels.codegen_programs(MetalRenderer())
+  assert any("threadgroup_barrier(mem_flags::mem_threadgroup);" in src for src in progs.values())
+  for src in progs.values(): MetalSyntaxCheckCompiler().compile(src)
+
+@needs_cxx
 def test_syntax_check_rejects_what_metal_would():
   good = MetalRenderer().render("rev", kernels.shared_reverse())
   comp = MetalSyntaxCheckCompiler()

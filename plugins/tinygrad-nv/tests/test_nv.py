@@ -115,6 +115,14 @@ def test_other_archs_assemble(arch):
   for name, uops in kernels.suite(ren.supported_dtypes()).items(): assert asm.compile(ren.render(name, uops))[:4] == b"\x7fELF", name
 
 @needs_ptxas
+def test_core_codegen_kernels_assemble():
+  """Kernels of the core's own pipeline (locals, grouped reduces with barrier-ordered loads, upcasts) assemble."""
+  for arch in ("sm_80", "sm_90"):
+    progs = kernels.codegen_programs(PTXRenderer(arch))
+    assert any("bar.sync 0;" in src for src in progs.values())
+    for name, src in progs.items(): assert PTXASCompiler(arch).compile(src)[:4] == b"\x7fELF", name
+
+@needs_ptxas
 def test_compiler_hook_and_errors(monkeypatch):
   monkeypatch.setenv("CUDA_ARCH", "sm_90")
   c = tinygrad_nv.tinycore_compiler(device="NV")

@@ -290,7 +290,8 @@ class _Kernel(f64math.Ops64):
   def space(self, buf: UOp) -> str: return "shared" if isinstance(buf.dtype, PtrDType) and buf.dtype.local else "global"
 
   def load(self, u: UOp) -> str:
-    buf, idx, gate, alt = u.src[0], u.src[1], (u.src[2] if len(u.src) > 2 else None), (u.src[3] if len(u.src) > 3 else None)
+    src = [s for s in u.src if s.op is not Ops.BARRIER]  # a BARRIER source only orders the load after it
+    buf, idx, gate, alt = src[0], src[1], (src[2] if len(src) > 2 else None), (src[3] if len(src) > 3 else None)
     addr, dt = self.address(buf, idx), u.dtype
     cls = "r" if dt == dtypes.bool else reg_class(dt)
     d = self.new(cls)
