@@ -1,0 +1,38 @@
+"""python -m tinycore_conformance NAME [--compile-only] [--level N] [--report FILE] [--xfails FILE] [--repro] [pytest args...]
+
+Runs the suite's pytest package against device NAME, prints the tables and the verdict; the exit code is non-zero when
+any test fails. Arguments it does not know (for example -k EXPR, -x, -v, --tb=long) are passed on to pytest."""
+from __future__ import annotations
+import argparse, os, pathlib, sys
+
+PKG_DIR = pathlib.Path(__file__).resolve().parent
+
+def pytest_args(argv: list[str] | None = None) -> list[str]:
+  ap = argparse.ArgumentParser(prog="python -m tinycore_conformance", description=__doc__.split("\n\n")[1] if __doc__ else None)
+  ap.add_argument("device", help="the tinycore device to prove, e.g. CLANG, OPENCL, OPENCL:1, PYTHON")
+  ap.add_argument("--compile-only", action="store_true", help="render and compile every kernel of every layer, run nothing")
+  ap.add_argument("--level", type=int, default=7, help="run levels 1..N only (default 7)")
+  ap.add_argument("--report", metavar="FILE", help="write the report to FILE.md and FILE.json")
+  ap.add_argument("--xfails", metavar="FILE", help="expected failures: one test id (or glob) and its reason per line")
+  ap.add_argument("--repro", action="store_true", help="print a standalone reproduction of every failing test")
+  args, rest = ap.parse_known_args(argv)
+  out = [str(PKG_DIR), "-c", str(PKG_DIR / "pytest.ini"), "--rootdir", str(PKG_DIR), "--device", args.device, "--level", str(args.level)]
+  if args.compile_only: out.append("--compile-only")
+  if args.report: out += ["--report", os.path.abspath(args.report)]
+  if args.xfails: out += ["--xfails", os.path.abspath(args.xfails)]
+  if args.repro: out.append("--repro")
+  if not any(a.startswith("--tb") for a in rest): out.append("--tb=short")
+  if not any(a.startswith("-v") or a == "-q" for a in rest): out.append("-q")
+  return out + rest
+
+def main(argv: list[str] | None = None) -> int:
+  import pytest
+  args = pytest_args(argv)
+  plugins = []
+  if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):  # the pytest11 entry point is not loaded then: register it by hand
+    from tinycore_conformance import plugin
+    plugins.append(plugin)
+  return int(pytest.main(args, plugins=plugins))
+
+if __name__ == "__main__":
+  sys.exit(main())
