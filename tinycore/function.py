@@ -29,6 +29,11 @@ class Contiguous(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x.contiguous()
   def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad
 
+class Clone(Function):
+  """A fresh buffer holding a copy of x, even when x is already a realized contiguous buffer."""
+  def forward(self, x: LazyBuffer) -> LazyBuffer: return LazyBuffer.metaop(Ops.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
+  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad
+
 class ContiguousBackward(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x
   def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.contiguous()
@@ -36,6 +41,11 @@ class ContiguousBackward(Function):
 class Cast(Function):
   def forward(self, x: LazyBuffer, dtype: Any, bitcast: bool = False) -> LazyBuffer:
     self.input_dtype, self.bitcast = x.dtype, bitcast
+    if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views):
+      # LazyBuffer.cast folds a const view into a fresh const and drops the padding mask (core bug): keep the view
+      val = x.const_value()
+      base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val)
+      return LazyBuffer(x.device, x.st, dtype, base=base)
     return x.cast(dtype, bitcast)
   def backward(self, grad: LazyBuffer) -> LazyBuffer:
     if self.bitcast: raise RuntimeError("bitcast is not differentiable")
@@ -51,6 +61,26 @@ class Reciprocal(Function):
     self.ret = x.alu(Ops.RECIP)
     return self.ret
   def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.NEG).alu(Ops.MUL, self.ret).alu(Ops.MUL, self.ret)
+
+class Log2(Function):
+  def forward(self, x: LazyBuffer) -> LazyBuffer:
+    self.x = x
+    return x.alu(Ops.LOG2)
+  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.MUL, self.x.alu(Ops.MUL, self.x.const(math.log(2))).alu(Ops.RECIP))
+
+class Exp2(Function):
+  def forward(self, x: LazyBuffer) -> LazyBuffer:
+    self.ret = x.alu(Ops.EXP2)
+    return self.ret
+  def backward(self, grad: LazyBuffer) -> LazyBuffer: return self.ret.alu(Ops.MUL, grad).alu(Ops.MUL, grad.const(math.log(2)))
+
+class Trunc(Function):
+  """Round toward zero; its gradient is zero (as torch). Floats beyond 2^52 (and inf, NaN) are already integral."""
+  def forward(self, x: LazyBuffer) -> LazyBuffer:
+    if not dtypes.is_float(x.dtype): return x
+    small = x.alu(Ops.MAX, x.alu(Ops.NEG)).alu(Ops.CMPLT, x.const(2.0 ** 52))
+    return small.alu(Ops.WHERE, x.cast(dtypes.int64).cast(x.dtype), x)
+  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.const(0)
 
 class Sin(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
@@ -94,9 +124,12 @@ class Sigmoid(Function):
 
 class Sign(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
+    if x.dtype == dtypes.bool: return x
     pos = x.const(0).alu(Ops.CMPLT, x).cast(x.dtype)
     neg = x.alu(Ops.CMPLT, x.const(0)).cast(x.dtype)
-    return pos.alu(Ops.ADD, neg.alu(Ops.NEG)) if x.dtype != dtypes.bool else x
+    ret = pos.alu(Ops.ADD, neg.alu(Ops.NEG))
+    # sign(NaN) is NaN, as torch
+    return x.alu(Ops.CMPNE, x).alu(Ops.WHERE, x, ret) if dtypes.is_float(x.dtype) else ret
   def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.const(0)
 
 # *** binary ***

@@ -1,8 +1,14 @@
 """Tensor: the user API. Lazy: every op builds a LazyBuffer graph; realize() schedules, compiles and runs it.
-Autograd records the Function that made each tensor; backward() walks that graph in reverse."""
+Autograd records the Function that made each tensor; backward() walks that graph in reverse.
+
+The API follows tinygrad's Tensor name for name (argument names, defaults, broadcasting and dtype promotion), so
+code written for tinygrad runs after changing the import. Everything here is composed of the few primitives in
+function.py; there is no gather or scan primitive, so indexing with tensors builds one-hot masks and reduces, and
+cumulative ops reduce over triangular masks or run a log-depth scan."""
 from __future__ import annotations
-import math, time
-from typing import Any, ClassVar, Sequence
+import math, time, itertools
+from contextlib import ContextDecorator
+from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 import tinycore.function as F
 from tinycore.device import Buffer, Device
@@ -19,7 +25,7 @@ def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   if arr.dtype == object: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
   if dtype is None:
     dtype = dtypes.from_py(x) if not isinstance(x, np.ndarray) and arr.size and not isinstance(x, (np.generic,)) else None
-    if dtype is None: dtype = from_np_dtype(arr.dtype) if arr.size or isinstance(x, np.ndarray) else dtypes.default_float
+    if dtype is None: dtype = from_np_dtype(arr.dtype) if arr.size or isinstance(x, (np.ndarray, np.generic)) else dtypes.default_float
   if dtype == dtypes.bfloat16:
     from tinycore.dtype import f32_to_bf16
     data = f32_to_bf16(arr.astype(np.float32))
@@ -29,12 +35,32 @@ def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   return LazyBuffer.from_buffer(buf, tuple(data.shape))
 
 def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], ...]:
-  """conv padding: an int, one per spatial dim, or (left, right, top, bottom, ...) pairs from the last dim, as torch."""
+  """conv/pool padding: an int, one per spatial dim, or (left, right, top, bottom, ...) pairs from the last dim, as torch."""
   if isinstance(padding, int): return ((padding, padding),) * dims
   p = list(padding)
   if len(p) == dims: return tuple((x, x) for x in p)
   if len(p) == 2 * dims: return tuple((p[2 * i], p[2 * i + 1]) for i in reversed(range(dims)))
-  raise ValueError(f"padding {padding} must have {dims} or {2*dims} values")
+  raise ValueError(f"padding {padding} must be an int or have {dims} or {2*dims} values")
+
+def _check_shape(shape: tuple, what: str = "shape") -> tuple:
+  for s in shape:
+    if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or s < 0:
+      raise ValueError(f"{what} {shape} must be non-negative ints")
+  return tuple(int(s) for s in shape)
+
+def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shape))
+
+_iota_cache: dict[tuple[int, str, DType], LazyBuffer] = {}
+
+class _train(ContextDecorator):
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self) -> None: self.prev, Tensor.training = Tensor.training, self.mode
+  def __exit__(self, *args: Any) -> None: Tensor.training = self.prev
+
+class _test(ContextDecorator):
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self) -> None: self.prev, Tensor.no_grad = Tensor.no_grad, self.mode
+  def __exit__(self, *args: Any) -> None: Tensor.no_grad = self.prev
 
 class Tensor:
   """A multi-dimensional array on a device, with autograd. Operations are lazy until realize(), numpy() or item()."""
@@ -43,8 +69,14 @@ class Tensor:
   no_grad: ClassVar[bool] = False
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[dict[str, Tensor]] = {}
+  train = _train
+  """`with Tensor.train():` (or as a decorator) sets Tensor.training, which turns dropout on; `train(False)` clears it."""
+  test = _test
+  """`with Tensor.test():` sets Tensor.no_grad: no autograd graph is recorded inside (as tinygrad)."""
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
+    """Make a tensor from a python scalar, (nested) list or tuple, numpy array, bytes (as uint8), a LazyBuffer or
+    another Tensor (copied to `device`). The dtype is inferred as tinygrad does unless given."""
     device = Device.canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
@@ -55,7 +87,7 @@ class Tensor:
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
       dt = dtype or dtypes.from_py(data)
       lb = LazyBuffer.const_of(data, dt, device, ())
-    elif isinstance(data, bytes): lb = _frompy(np.frombuffer(data, np.uint8), dtype or dtypes.uint8, device)
+    elif isinstance(data, (bytes, bytearray)): lb = _frompy(np.frombuffer(bytes(data), np.uint8), dtype or dtypes.uint8, device)
     elif isinstance(data, (list, tuple, np.ndarray, np.generic)): lb = _frompy(data, dtype, device)
     elif data is None: lb = _frompy(np.zeros((0,), np.float32), dtype or dtypes.default_float, device)
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}")
@@ -64,19 +96,49 @@ class Tensor:
 
   # *** properties ***
   @property
-  def device(self) -> str: return self.lazydata.device
+  def device(self) -> str:
+    """The device name, e.g. "CLANG"."""
+    return self.lazydata.device
   @property
-  def shape(self) -> tuple[sint, ...]: return self.lazydata.shape
+  def shape(self) -> tuple[sint, ...]:
+    """The shape, a tuple of ints."""
+    return self.lazydata.shape
   @property
-  def dtype(self) -> DType: return self.lazydata.dtype
+  def dtype(self) -> DType:
+    """The element dtype."""
+    return self.lazydata.dtype
   @property
-  def ndim(self) -> int: return len(self.shape)
-  def numel(self) -> sint: return prod(self.shape)
-  def element_size(self) -> int: return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def uop(self) -> LazyBuffer:
+    """The lazy graph node behind this tensor (tinygrad's newer name for lazydata)."""
+    return self.lazydata
+  @property
+  def ndim(self) -> int:
+    """The number of dimensions."""
+    return len(self.shape)
+  def dim(self) -> int:
+    """The number of dimensions (as torch)."""
+    return self.ndim
+  def numel(self) -> sint:
+    """The number of elements."""
+    return prod(self.shape)
+  def size(self, dim: int | None = None) -> sint | tuple[sint, ...]:
+    """The shape, or the size of one dim."""
+    return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
+  def element_size(self) -> int:
+    """Bytes per element."""
+    return self.dtype.itemsize
+  def nbytes(self) -> int:
+    """Bytes of the whole tensor."""
+    return self.numel() * self.element_size()
+  def is_floating_point(self) -> bool:
+    """True for float dtypes."""
+    return dtypes.is_float(self.dtype)
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
+  def __iter__(self) -> Any:
+    if not self.shape: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
   def __repr__(self) -> str: return f"<Tensor {self.lazydata!r} on {self.device} with grad {self.grad.lazydata if self.grad is not None else None!r}>"
   def __hash__(self) -> int: return id(self)
   def __bool__(self) -> bool: raise TypeError("the truth value of a Tensor is ambiguous: use .item(), .any() or .all()")
@@ -89,8 +151,12 @@ class Tensor:
     """Compute this tensor (and the others given) now."""
     run_schedule(self.schedule(*lst))
     return self
-  def contiguous(self) -> Tensor: return F.Contiguous.apply(self)
-  def contiguous_backward(self) -> Tensor: return F.ContiguousBackward.apply(self)
+  def contiguous(self) -> Tensor:
+    """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is)."""
+    return F.Contiguous.apply(self)
+  def contiguous_backward(self) -> Tensor:
+    """Identity forward; makes the gradient contiguous in backward."""
+    return F.ContiguousBackward.apply(self)
   def _buffer(self) -> Buffer:
     t = self if self.lazydata.is_realized() and self.lazydata.st.contiguous and self.lazydata._base is None else self.contiguous()
     t.realize()
@@ -102,22 +168,39 @@ class Tensor:
     arr = self._buffer().numpy()
     if self.dtype == dtypes.bfloat16: arr = bf16_to_f32(arr)
     return arr.reshape(self.shape)
-  def data(self) -> memoryview: return memoryview(self.numpy().tobytes())
+  def data(self) -> memoryview:
+    """The data as a memoryview of its raw bytes."""
+    return memoryview(self.numpy().tobytes())
   def item(self) -> Any:
+    """The single element as a python scalar."""
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, this one has shape {self.shape}")
     return self.numpy().reshape(-1)[0].item()
-  def tolist(self) -> Any: return self.numpy().tolist()
+  def tolist(self) -> Any:
+    """The data as (nested) python lists."""
+    return self.numpy().tolist()
   def to(self, device: str | None) -> Tensor:
+    """A copy on another device (self when it is already there)."""
     device = Device.canonicalize(device)
     if device == self.device: return self
     ret = Tensor(self.lazydata.copy_to_device(device), requires_grad=self.requires_grad)
     if self.grad is not None: ret.grad = self.grad.to(device)
     return ret
   def to_(self, device: str | None) -> Tensor:
+    """Move this tensor (and its grad) to another device in place."""
     self.lazydata = self.lazydata.copy_to_device(Device.canonicalize(device))
+    if self.grad is not None: self.grad.to_(device)
     return self
-  def detach(self) -> Tensor: return Tensor(self.lazydata, requires_grad=False)
-  def clone(self) -> Tensor: return self.contiguous()
+  def detach(self) -> Tensor:
+    """The same data, cut from the autograd graph."""
+    return Tensor(self.lazydata, requires_grad=False)
+  def clone(self) -> Tensor:
+    """A copy in a new buffer; gradients flow through it."""
+    return F.Clone.apply(self)
+  def replace(self, x: Tensor) -> Tensor:
+    """Make this tensor refer to x's data (shapes must match); drops the autograd history."""
+    if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} vs {x.shape}")
+    self.lazydata, self._ctx = x.lazydata, None
+    return self
   def assign(self, x: Any) -> Tensor:
     """Write x into this tensor's buffer (in place once realized)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
@@ -133,21 +216,31 @@ class Tensor:
   # *** creation ***
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+    """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return Tensor(LazyBuffer.metaop(Ops.EMPTY, argfix(*shape), dt, Device.canonicalize(device)), **kwargs)
+    return Tensor(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device)), **kwargs)
   @staticmethod
-  def full(shape: tuple[sint, ...], fill_value: Any, **kwargs: Any) -> Tensor:
-    shape = argfix(shape)
+  def full(shape: tuple[sint, ...] | int, fill_value: Any, **kwargs: Any) -> Tensor:
+    """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given."""
+    shape = _shape_arg(shape)
     dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.from_py(fill_value)
     kwargs.pop("dtype", None)
-    return Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(shape)
+    rg = kwargs.pop("requires_grad", None)
+    ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(shape)
+    ret.requires_grad = rg
+    return ret
   @staticmethod
-  def zeros(*shape: Any, **kwargs: Any) -> Tensor: return Tensor.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
+  def zeros(*shape: Any, **kwargs: Any) -> Tensor:
+    """A tensor of zeros (default float dtype)."""
+    return Tensor.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
-  def ones(*shape: Any, **kwargs: Any) -> Tensor: return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
+  def ones(*shape: Any, **kwargs: Any) -> Tensor:
+    """A tensor of ones (default float dtype)."""
+    return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
   def arange(start: Any, stop: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
-    """Like numpy.arange; the values are computed on the host and copied to the device."""
+    """Like numpy.arange: [start, stop) in steps of step; int unless an argument is a float. The values are computed
+    on the host and copied to the device."""
     if stop is None: start, stop = 0, start
     dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else \
       (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
@@ -156,10 +249,69 @@ class Tensor:
     n = max(0, math.ceil((stop - start) / step))
     vals = start + step * np.arange(n, dtype=np.float64 if dtypes.is_float(dtype) else np.int64)
     return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
+  @staticmethod
+  def linspace(start: float, stop: float, steps: int, **kwargs: Any) -> Tensor:
+    """`steps` evenly spaced values from start to stop, both included."""
+    if not isinstance(steps, int) or steps < 0: raise ValueError(f"linspace steps must be a non-negative int, got {steps}")
+    dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
+    kwargs.pop("dtype", None)
+    vals = np.linspace(start, stop, steps, dtype=np.float64)
+    if not dtypes.is_float(dtype): vals = np.trunc(vals)
+    return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
+  @staticmethod
+  def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
+    """The n x m identity matrix (ones on the main diagonal)."""
+    m = n if m is None else m
+    _check_shape((n, m), "eye size")
+    if n == 0 or m == 0: return Tensor.zeros(n, m, **kwargs)
+    k = min(n, m)
+    # a column of ones padded by k to rows of k+1, flattened and cut to k*k, is the k x k identity: pure views
+    rg = kwargs.pop("requires_grad", None)
+    x = Tensor.ones(k, 1, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k * k),)).reshape(k, k)
+    ret = x.pad(((0, n - k), (0, m - k)))
+    ret.requires_grad = rg
+    return ret
   def full_like(self, fill_value: Any, **kwargs: Any) -> Tensor:
+    """A tensor of self's shape (and dtype and device unless given) filled with fill_value."""
     return Tensor.full(self.shape, fill_value, **{"dtype": self.dtype, "device": self.device, **kwargs})
-  def zeros_like(self, **kwargs: Any) -> Tensor: return self.full_like(0, **kwargs)
-  def ones_like(self, **kwargs: Any) -> Tensor: return self.full_like(1, **kwargs)
+  def zeros_like(self, **kwargs: Any) -> Tensor:
+    """Zeros of self's shape, dtype and device."""
+    return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs: Any) -> Tensor:
+    """Ones of self's shape, dtype and device."""
+    return self.full_like(1, **kwargs)
+  def empty_like(self, **kwargs: Any) -> Tensor:
+    """An uninitialized tensor of self's shape, dtype and device."""
+    return Tensor.empty(self.shape, **{"dtype": self.dtype, "device": self.device, **kwargs})
+  def rand_like(self, **kwargs: Any) -> Tensor:
+    """Uniform [0, 1) of self's shape (and float dtype and device unless given)."""
+    dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
+    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
+  def randn_like(self, **kwargs: Any) -> Tensor:
+    """Standard normal of self's shape (and float dtype and device unless given)."""
+    dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
+    return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
+  def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D tensors, indexing "ij" (matrix) or "xy" (cartesian), as torch.meshgrid."""
+    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = (self,) + args
+    for t in ts:
+      if t.ndim != 1: raise ValueError(f"meshgrid needs 1-D tensors, got shape {t.shape}")
+    if indexing == "xy" and len(ts) >= 2: ts = (ts[1], ts[0]) + ts[2:]
+    shape = tuple(t.shape[0] for t in ts)
+    out = [t.reshape(*[1] * i, -1, *[1] * (len(ts) - i - 1)).expand(shape) for i, t in enumerate(ts)]
+    if indexing == "xy" and len(ts) >= 2: out = [o.transpose(0, 1) for o in out]
+    if indexing == "xy" and len(ts) >= 2: out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+  @staticmethod
+  def _iota(n: int, device: str, dtype: DType = dtypes.int32) -> Tensor:
+    """0..n-1 as a realized buffer, cached per (n, device, dtype); internal: never handed out as a buffer to write."""
+    key = (n, device, dtype)
+    if (lb := _iota_cache.get(key)) is None:
+      if len(_iota_cache) > 256: _iota_cache.clear()
+      lb = _iota_cache[key] = _frompy(np.arange(n).astype(to_np_dtype(dtype)), dtype, device)
+    return Tensor(lb, requires_grad=False)
 
   # *** random: counter-based (threefry2x32), so every device draws the same numbers for a seed ***
   @staticmethod
@@ -188,39 +340,128 @@ class Tensor:
     # a draw is its own kernel: fused into a consumer it could read the counter before and after an increment
     return Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF)).contiguous()
   @staticmethod
-  def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
-    """Uniform in [0, 1)."""
-    shape, device = argfix(*shape), Device.canonicalize(device)
+  def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
+    """Uniform in [0, 1). Deterministic under manual_seed, and the same numbers on every device."""
+    shape, device = _shape_arg(*shape), Device.canonicalize(device)
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dt): raise TypeError(f"rand needs a float dtype, got {dt}")
     bits = Tensor._random_bits(prod(shape), device)
-    # 24 random bits give every float32 in [0,1) on a 2^-24 grid
-    out = (bits >> 8).cast(dtypes.float32) * (1 / 2**24)
+    if dt == dtypes.float64: out = bits.cast(dtypes.float64) * (1 / 2**32)
+    else:
+      # m random bits on a 2^-m grid: every value is exact in the target dtype and below 1
+      m = {dtypes.float16: 11, dtypes.bfloat16: 8}.get(dt, 24)
+      out = (bits >> (32 - m)).cast(dtypes.float32) * (1 / 2**m)
     return Tensor(out.cast(dt).reshape(shape).lazydata, **kwargs)
   @staticmethod
-  def randn(*shape: Any, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
-    """Standard normal (Box-Muller)."""
-    shape = argfix(*shape)
-    u = Tensor.rand(2, *shape, **{k: v for k, v in kwargs.items() if k == "device"})
+  def randn(*shape: Any, dtype: DType | str | None = None, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
+    """Standard normal (Box-Muller over two uniform draws)."""
+    shape = _shape_arg(*shape)
+    u = Tensor.rand(2, *shape, dtype=dtypes.float32, **kwargs)
     out = (1 - u[0]).log().mul(-2).sqrt() * (u[1] * (2 * math.pi)).cos()
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return Tensor(out.cast(dt).lazydata, **{k: v for k, v in kwargs.items() if k == "requires_grad"})
+    if not dtypes.is_float(dt): raise TypeError(f"randn needs a float dtype, got {dt}")
+    return Tensor(out.cast(dt).lazydata, requires_grad=requires_grad)
   @staticmethod
-  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
+  def randint(*shape: Any, low: int = 0, high: int = 10, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
+    """Integers uniform in [low, high)."""
+    dt = to_dtype(dtype)
+    if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"randint low and high must be ints, got {low!r}, {high!r}")
+    if high <= low: raise ValueError(f"randint needs low < high, got low={low} high={high}")
+    if not dtypes.is_int(dt): raise TypeError(f"randint needs an integer dtype, got {dt}")
+    if high - low > 2**32: raise ValueError(f"randint range {high - low} is larger than 2^32")
+    shape = _shape_arg(*shape)
     rg = kwargs.pop("requires_grad", None)
-    return Tensor(((high - low) * Tensor.rand(*shape, **kwargs) + low).lazydata, requires_grad=rg)
+    device = Device.canonicalize(kwargs.pop("device", None))
+    if kwargs: raise TypeError(f"randint got unexpected arguments {sorted(kwargs)}")
+    bits = Tensor._random_bits(prod(shape), device)
+    # floor(u * range) for u = bits / 2^32, exactly, in 64-bit integer arithmetic
+    r = ((bits.cast(dtypes.uint64) * (high - low)) >> 32).cast(dtypes.int64) + low
+    return Tensor(r.cast(dt).reshape(shape).lazydata, requires_grad=rg)
+  @staticmethod
+  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
+    """Normal with the given mean and std."""
+    return Tensor(((std * Tensor.randn(*shape, **kwargs)) + mean).lazydata, requires_grad=requires_grad)
+  @staticmethod
+  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, requires_grad: bool | None = None,
+              **kwargs: Any) -> Tensor:
+    """Uniform in [low, high)."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dtypes.is_int(dt): return Tensor.randint(*shape, low=int(low), high=int(high), dtype=dt, requires_grad=requires_grad, **kwargs)
+    return Tensor(((high - low) * Tensor.rand(*shape, dtype=dt, **kwargs) + low).cast(dt).lazydata, requires_grad=requires_grad)
+  @staticmethod
+  def scaled_uniform(*shape: Any, **kwargs: Any) -> Tensor:
+    """Uniform in [-1, 1) scaled by 1/sqrt(numel)."""
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(_shape_arg(*shape)) ** -0.5).requires_grad_(kwargs.get("requires_grad"))
+  @staticmethod
+  def glorot_uniform(*shape: Any, **kwargs: Any) -> Tensor:
+    """Glorot/Xavier uniform: bound sqrt(6 / (shape[0] + prod(shape[1:])))."""
+    s = _shape_arg(*shape)
+    if not s: raise ValueError("glorot_uniform needs at least one dim")
+    return Tensor.uniform(*s, low=-1.0, high=1.0, **kwargs).mul((6 / (s[0] + prod(s[1:]))) ** 0.5).requires_grad_(kwargs.get("requires_grad"))
+  @staticmethod
+  def kaiming_uniform(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
+    """Kaiming/He uniform with leaky-relu slope a: bound sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(prod(shape[1:]))."""
+    s = _shape_arg(*shape)
+    if not s: raise ValueError("kaiming_uniform needs at least one dim")
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(1, prod(s[1:])))
+    return Tensor.uniform(*s, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_normal(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
+    """Kaiming/He normal with leaky-relu slope a: std sqrt(2 / (1 + a^2)) / sqrt(prod(shape[1:]))."""
+    s = _shape_arg(*shape)
+    if not s: raise ValueError("kaiming_normal needs at least one dim")
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(1, prod(s[1:])))
+    return Tensor.normal(*s, mean=0.0, std=std, **kwargs)
+  @staticmethod
+  def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
+    """A random permutation of 0..n-1 (sorts n random keys: O(n^2) work)."""
+    if not isinstance(n, int) or n < 0: raise ValueError(f"randperm needs a non-negative int, got {n!r}")
+    return Tensor(Tensor.rand(n, device=device).argsort().cast(to_dtype(dtype)).lazydata, **kwargs)
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    """Draw indices from the (unnormalized, non-negative) weights along the last dim of a 1-D or 2-D tensor."""
+    if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs a 1-D or 2-D tensor of weights, got shape {self.shape}")
+    if num_samples < 1: raise ValueError(f"multinomial needs num_samples >= 1, got {num_samples}")
+    if not replacement and num_samples > self.shape[-1]:
+      raise ValueError(f"cannot draw {num_samples} samples without replacement from {self.shape[-1]} categories")
+    w = (self.reshape(1, -1) if self.ndim == 1 else self).float().detach()
+    if replacement or num_samples == 1:
+      cdf = w.cumsum(1)
+      cdf = cdf / cdf[:, -1:]
+      u = Tensor.rand(w.shape[0], num_samples, 1, device=self.device)
+      idx = (u >= cdf.unsqueeze(1)).sum(2).minimum(w.shape[1] - 1).cast(dtypes.int32)
+    else:
+      # weighted sampling without replacement: the largest log(u)/w keys (Efraimidis-Spirakis)
+      keys = Tensor.rand(*w.shape, device=self.device).log() / w
+      idx = keys.topk(num_samples, dim=1)[1].cast(dtypes.int32)
+    return idx.reshape(-1) if self.ndim == 1 else idx
+  def dropout(self, p: float = 0.5) -> Tensor:
+    """In training (Tensor.training), zero each element with probability p and scale the rest by 1/(1-p)."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not Tensor.training or p == 0: return self
+    if p == 1: return self * 0
+    mask = Tensor.rand(*self.shape, device=self.device, requires_grad=False) >= p
+    return mask.where(self, 0) * (1 / (1 - p))
 
   # *** movement ***
   def reshape(self, shape: Any, *args: Any) -> Tensor:
-    new_shape = list(argfix(shape, *args))
+    """A view with a new shape of the same number of elements; one dim may be -1, None keeps that dim."""
+    new_shape = [s if s is not None else self.shape[i] for i, s in enumerate(argfix(shape, *args))]
+    for s in new_shape:
+      if not isinstance(s, (int, np.integer)) or s < -1: raise ValueError(f"bad reshape target {tuple(new_shape)}")
     if new_shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {tuple(new_shape)}")
     if -1 in new_shape:
       known = prod(s for s in new_shape if s != -1)
       if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape {self.shape} to {tuple(new_shape)}")
       new_shape[new_shape.index(-1)] = self.numel() // known
-    if prod(new_shape) != self.numel(): raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) to {tuple(new_shape)}")
+    new_shape = [int(s) for s in new_shape]
+    if prod(new_shape) != self.numel():
+      raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) to {tuple(new_shape)}")
     return self if tuple(new_shape) == self.shape else F.Reshape.apply(self, shape=tuple(new_shape))
-  def view(self, *shape: Any) -> Tensor: return self.reshape(*shape)
+  def view(self, *shape: Any) -> Tensor:
+    """Same as reshape."""
+    return self.reshape(*shape)
   def expand(self, shape: Any, *args: Any) -> Tensor:
+    """Broadcast size-1 dims to a larger size (a view); -1 keeps a dim; new leading dims may be added."""
     new_shape = argfix(shape, *args)
     if len(new_shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {new_shape}")
     src = self.reshape((1,) * (len(new_shape) - self.ndim) + self.shape) if len(new_shape) > self.ndim else self
@@ -228,96 +469,517 @@ class Tensor:
     for s, n in zip(src.shape, out):
       if s != n and s != 1: raise ValueError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
     return src if out == src.shape else F.Expand.apply(src, shape=out)
+  def broadcast_to(self, shape: Any) -> Tensor:
+    """Broadcast to `shape` following numpy rules."""
+    return self.expand(shape)
   def permute(self, order: Any, *args: Any) -> Tensor:
+    """Reorder the dims (a view)."""
     order = tuple(self._resolve_dim(d) for d in argfix(order, *args))
     if sorted(order) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of {self.ndim} dims")
     return F.Permute.apply(self, order=order)
   def flip(self, axis: Any, *args: Any) -> Tensor:
+    """Reverse the order along the given dims (a view)."""
     axes = tuple(self._resolve_dim(a) for a in argfix(axis, *args))
     if len(set(axes)) != len(axes): raise ValueError(f"flip axes {axes} repeat a dim")
     return F.Flip.apply(self, axis=axes)
   def shrink(self, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
-    a = tuple(x if x is not None else (0, s) for x, s in zip(arg, self.shape))
-    if len(a) != self.ndim: raise ValueError(f"shrink needs one (begin, end) per dim of {self.shape}, got {arg}")
+    """Keep [begin, end) along each dim (None keeps the dim whole); a view."""
+    if len(arg) != self.ndim: raise ValueError(f"shrink needs one (begin, end) per dim of {self.shape}, got {arg}")
+    a = tuple(tuple(x) if x is not None else (0, s) for x, s in zip(arg, self.shape))
     for (b, e), s in zip(a, self.shape):
       if not (0 <= b <= e <= s): raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
     return self if all(x == (0, s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a)
-  def pad(self, padding: Sequence[tuple[int, int] | None] | Sequence[int], value: float = 0.0) -> Tensor:
-    """Pad with `value`: one (before, after) per dim, or torch style (left, right, top, bottom, ...) from the last dim."""
-    if padding and all(isinstance(p, int) for p in padding):
-      flat = list(padding)
-      if len(flat) % 2: raise ValueError(f"flat padding {padding} needs pairs")
+  def pad(self, padding: Sequence[Any], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
+    last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+      raise ValueError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+    if mode != "constant" and value != 0: raise ValueError(f"pad value only applies to mode 'constant', not {mode!r}")
+    if len(padding) and all(isinstance(p, (int, np.integer)) for p in padding):
+      flat = [int(p) for p in padding]
+      if len(flat) % 2: raise ValueError(f"flat padding {tuple(padding)} needs pairs")
+      if len(flat) // 2 > self.ndim: raise ValueError(f"padding {tuple(padding)} has more pairs than the {self.ndim} dims of {self.shape}")
       pads = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[2 * i], flat[2 * i + 1]) for i in reversed(range(len(flat) // 2))]
-    else: pads = [p if p is not None else (0, 0) for p in padding]  # type: ignore[misc]
-    if len(pads) != self.ndim: raise ValueError(f"padding {padding} does not match {self.ndim} dims")
-    if any(b < 0 or a < 0 for b, a in pads):  # negative pads shrink
+    else: pads = [tuple(p) if p is not None else (0, 0) for p in padding]  # type: ignore[misc]
+    if len(pads) != self.ndim: raise ValueError(f"padding {padding} does not match the {self.ndim} dims of {self.shape}")
+    if any(len(p) != 2 for p in pads): raise ValueError(f"padding {padding} needs (before, after) pairs")
+    if any(b < 0 or a < 0 for b, a in pads):  # negative pads crop
+      for (b, a), s in zip(pads, self.shape):
+        if -min(b, 0) - min(a, 0) > s: raise ValueError(f"negative padding {padding} crops more than the shape {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, self.shape)))
-      return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), value)
-    ret = F.Pad.apply(self, arg=tuple(pads))
-    if value == 0: return ret
-    mask = F.Pad.apply(Tensor.ones_like(self, dtype=dtypes.bool, requires_grad=False), arg=tuple(pads))
-    return mask.where(ret, value)
+      return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode, value)
+    if all(p == (0, 0) for p in pads): return self
+    if mode == "constant":
+      ret = F.Pad.apply(self, arg=tuple(pads))
+      if value == 0 and not (isinstance(value, float) and math.copysign(1, value) < 0): return ret
+      mask = F.Pad.apply(Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device), arg=tuple(pads))
+      return mask.where(ret, value)
+    x = self
+    for d, (b, a) in enumerate(pads):
+      if b == 0 and a == 0: continue
+      s = x.shape[d]
+      def sl(lo: int, hi: int, x: Tensor = x, d: int = d) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
+      if mode == "reflect":
+        if b >= s or a >= s: raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
+        x = Tensor.cat(sl(1, b + 1).flip(d), x, sl(s - 1 - a, s - 1).flip(d), dim=d)
+      elif mode == "replicate":
+        if s == 0: raise ValueError(f"cannot replicate-pad an empty dim of {self.shape}")
+        e = [(-1 if i != d else b) for i in range(x.ndim)]
+        e2 = [(-1 if i != d else a) for i in range(x.ndim)]
+        x = Tensor.cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
+      else:
+        if b > s or a > s: raise ValueError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
+        x = Tensor.cat(sl(s - b, s), x, sl(0, a), dim=d)
+    return x
   def _resolve_dim(self, dim: int, extra: bool = False) -> int:
     total = self.ndim + int(extra)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool): raise TypeError(f"dim must be an int, got {dim!r}")
     if not -max(1, total) <= dim < max(1, total): raise IndexError(f"dim {dim} is out of range for a tensor of {self.ndim} dims")
-    return dim + total if dim < 0 else dim
+    return int(dim) + total if dim < 0 else int(dim)
+  def _axes(self, axis: int | Sequence[int] | None) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
+    if len(set(axes)) != len(axes): raise ValueError(f"axis {axis} repeats a dim")
+    return axes if self.ndim else ()
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+    """Swap two dims (a view)."""
     order = list(range(self.ndim))
     a, b = self._resolve_dim(dim0), self._resolve_dim(dim1)
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
   @property
-  def T(self) -> Tensor: return self.transpose()
+  def T(self) -> Tensor:
+    """The transpose of a matrix: swaps dims 1 and 0 (the dims reversed for other ndims)."""
+    return self.transpose() if self.ndim == 2 else self.permute(tuple(reversed(range(self.ndim))))
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
+    if s > e: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
-  def squeeze(self, dim: int | None = None) -> Tensor:
-    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+  def unflatten(self, dim: int, sizes: tuple[int, ...]) -> Tensor:
+    """Split one dim into `sizes` (one of them may be -1)."""
     d = self._resolve_dim(dim)
-    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1:])
+    return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:]) if -1 in sizes else \
+      self._check_unflatten(d, sizes).reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+  def _check_unflatten(self, d: int, sizes: tuple[int, ...]) -> Tensor:
+    if prod(sizes) != self.shape[d]: raise ValueError(f"unflatten sizes {tuple(sizes)} do not multiply to the size {self.shape[d]} of dim {d}")
+    return self
+  def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Remove size-1 dims (all of them, or those in dim)."""
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    if self.ndim == 0: return self._resolve_dim(dim) and self if not isinstance(dim, (list, tuple)) else self
+    dims = {self._resolve_dim(d) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
+    return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
   def unsqueeze(self, dim: int) -> Tensor:
+    """Insert a size-1 dim at position dim."""
     d = self._resolve_dim(dim, extra=True)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+  def repeat(self, repeats: Any, *args: Any) -> Tensor:
+    """Tile the tensor repeats[i] times along each dim (as torch.Tensor.repeat)."""
+    reps = argfix(repeats, *args)
+    if len(reps) < self.ndim: raise ValueError(f"repeat needs at least {self.ndim} repeats for shape {self.shape}, got {reps}")
+    if any(not isinstance(r, int) or r < 0 for r in reps): raise ValueError(f"repeats {reps} must be non-negative ints")
+    base = (1,) * (len(reps) - self.ndim) + self.shape
+    x = self.reshape(flatten((1, b) for b in base)).expand(flatten(zip(reps, base)))
+    return x.reshape(tuple(r * b for r, b in zip(reps, base)))
+  def repeat_interleave(self, repeats: int, dim: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along dim (the flattened tensor when dim is None)."""
+    if not isinstance(repeats, int) or repeats < 0: raise ValueError(f"repeat_interleave needs a non-negative int, got {repeats!r}")
+    x, d = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+    s = x.shape
+    return x.reshape(*s[:d + 1], 1, *s[d + 1:]).expand(*s[:d + 1], repeats, *s[d + 1:]).reshape(*s[:d], s[d] * repeats, *s[d + 1:])
+  def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """Shift elements cyclically along dims (the flattened tensor when dims is None), as torch.roll."""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    sh, ds = make_tuple(shifts, 1), make_tuple(dims, 1)
+    if len(sh) != len(ds): raise ValueError(f"roll needs as many shifts as dims, got {sh} and {ds}")
+    x = self
+    for s, d in zip(sh, ds):
+      d = self._resolve_dim(d)
+      n = x.shape[d]
+      if n == 0 or s % n == 0: continue
+      s %= n
+      x = x.repeat(*[2 if i == d else 1 for i in range(x.ndim)]).shrink(tuple((n - s, 2 * n - s) if i == d else None for i in range(x.ndim)))
+    return x
+  def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
+    """Concatenate tensors along dim; they must match elsewhere. Dtypes promote."""
+    ts = (self,) + args
+    d = self._resolve_dim(dim)
+    for t in ts:
+      if not isinstance(t, Tensor): raise TypeError(f"cat needs Tensors, got {type(t).__name__}")
+      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+        raise ValueError(f"cat shape mismatch along dim {d}: {[x.shape for x in ts]}")
+    dt = least_upper_dtype(*[t.dtype for t in ts])
+    ts = tuple(t.cast(dt) for t in ts)
+    total = sum(t.shape[d] for t in ts)
+    out: Tensor | None = None
+    off = 0
+    for t in ts:
+      n = t.shape[d]
+      if n == 0 and len(ts) > 1: continue
+      arg = tuple((off, total - off - n) if i == d else (0, 0) for i in range(self.ndim))
+      p = t.pad(arg)
+      if out is None: out = p
+      else:
+        mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=t.device).pad(arg)
+        out = mask.where(p, out)
+      off += n
+    return out if out is not None else ts[0]
+  def stack(self, *args: Tensor, dim: int = 0) -> Tensor:
+    """Stack tensors of one shape along a new dim."""
+    for t in args:
+      if t.shape != self.shape: raise ValueError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
+    d = self._resolve_dim(dim, extra=True)
+    return Tensor.cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)
+  def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Split along dim into chunks of size `sizes` (the last may be smaller), or into the given sizes."""
+    d = self._resolve_dim(dim)
+    n = self.shape[d]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      sizes = [min(sizes, n - i) for i in range(0, max(n, 1), sizes)] if n else [0]
+    if sum(sizes) != n: raise ValueError(f"split sizes {tuple(sizes)} do not add up to the size {n} of dim {d}")
+    offs = list(itertools.accumulate(sizes, initial=0))
+    return tuple(self.shrink(tuple((offs[i], offs[i + 1]) if j == d else None for j in range(self.ndim))) for i in range(len(sizes)))
+  def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+    """Split into `chunks` pieces of ceil(size/chunks) along dim (fewer when it does not divide)."""
+    if not isinstance(chunks, int) or chunks <= 0: raise ValueError(f"chunk needs a positive number of chunks, got {chunks!r}")
+    d = self._resolve_dim(dim)
+    n = self.shape[d]
+    return list(self.split(ceildiv(n, chunks), dim=d)) if n else list(self.split([0] * chunks, dim=d))
+  def unfold(self, dim: int, size: int, step: int) -> Tensor:
+    """Sliding windows of `size` with `step` along dim: that dim becomes the window count, and a last dim of size
+    `size` is added (as torch.Tensor.unfold)."""
+    d = self._resolve_dim(dim)
+    if size <= 0 or step <= 0: raise ValueError(f"unfold size and step must be positive, got size={size} step={step}")
+    if size > self.shape[d]: raise ValueError(f"unfold size {size} is larger than the size {self.shape[d]} of dim {d}")
+    x = self.transpose(d, -1) if d != self.ndim - 1 else self
+    w = x._windows((size,), step)  # (..., o, size)
+    return w.transpose(d, -2) if d != self.ndim - 1 else w
+  def tril(self, diagonal: int = 0) -> Tensor:
+    """Keep the lower triangle of the last two dims (j <= i + diagonal), zero elsewhere."""
+    if self.ndim < 2: raise ValueError(f"tril needs at least 2 dims, got shape {self.shape}")
+    return self._tri_mask(diagonal, lower=True).where(self, 0)
+  def triu(self, diagonal: int = 0) -> Tensor:
+    """Keep the upper triangle of the last two dims (j >= i + diagonal), zero elsewhere."""
+    if self.ndim < 2: raise ValueError(f"triu needs at least 2 dims, got shape {self.shape}")
+    return self._tri_mask(diagonal, lower=False).where(self, 0)
+  def _tri_mask(self, diagonal: int, lower: bool) -> Tensor:
+    r, c = self.shape[-2], self.shape[-1]
+    i, j = Tensor._iota(r, self.device).reshape(r, 1), Tensor._iota(c, self.device).reshape(1, c)
+    return (j <= i + diagonal) if lower else (j >= i + diagonal)
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of dims dim1, dim2 (moved to the last dim), as torch.diagonal."""
+    a, b = self._resolve_dim(dim1), self._resolve_dim(dim2)
+    if a == b: raise ValueError(f"diagonal dims must differ, got {dim1} and {dim2}")
+    x = self.permute(*[i for i in range(self.ndim) if i not in (a, b)], a, b)
+    r, c = x.shape[-2], x.shape[-1]
+    x = x.shrink(tuple([None] * (x.ndim - 2)) + ((max(0, -offset), r), (max(0, offset), c))) if (offset < c and -offset < r) else \
+      x.shrink(tuple([None] * (x.ndim - 2)) + ((0, 0), (0, 0)))
+    return x._diag_last2()
+  def _diag_last2(self) -> Tensor:
+    r, c = self.shape[-2], self.shape[-1]
+    n = min(r, c)
+    lead = self.shape[:-2]
+    if n == 0: return Tensor.zeros(*lead, 0, dtype=self.dtype, device=self.device)
+    # the diagonal of an n x n block is every (n+1)th element of its flattening
+    x = self.shrink(tuple([None] * len(lead)) + ((0, n), (0, n))).reshape(*lead, n * n)
+    x = x.pad(tuple([None] * len(lead)) + ((0, n),)).reshape(*lead, n, n + 1)
+    return x.shrink(tuple([None] * len(lead)) + ((0, n), (0, 1))).reshape(*lead, n)
+  def diag(self) -> Tensor:
+    """A 1-D tensor becomes a diagonal matrix; a 2-D tensor gives its diagonal."""
+    if self.ndim == 1:
+      n = self.shape[0]
+      if n == 0: return Tensor.zeros(0, 0, dtype=self.dtype, device=self.device)
+      return self.unsqueeze(-1).pad(((0, 0), (0, n))).flatten().shrink(((0, n * n),)).reshape(n, n)
+    if self.ndim == 2: return self.diagonal()
+    raise ValueError(f"diag needs a 1-D or 2-D tensor, got shape {self.shape}")
 
-  def __getitem__(self, indices: Any) -> Tensor:
-    """Basic indexing: ints, slices (any step), None and Ellipsis."""
+  # *** indexing ***
+  def _index_tensor(self, t: Any) -> Tensor:
+    """A list, numpy array or Tensor used as an index, as a Tensor (int or bool)."""
+    if not isinstance(t, Tensor):
+      arr = np.asarray(t)
+      if arr.size == 0: arr = arr.astype(np.int32)
+      if arr.dtype == object or arr.dtype.kind not in "iub": raise IndexError(f"tensors used as indices must be int or bool, got {t!r}")
+      t = Tensor(arr.astype(np.int32) if arr.dtype.kind in "iu" and arr.size and arr.max(initial=0) < 2**31 and arr.min(initial=0) >= -2**31 else arr,
+                 device=self.device)
+    if not (dtypes.is_int(t.dtype) or t.dtype == dtypes.bool): raise IndexError(f"tensors used as indices must be int or bool, got {t.dtype}")
+    if t.device != self.device: t = t.to(self.device)
+    return t
+  @staticmethod
+  def _check_index_range(idx: Tensor, size: int, what: str) -> None:
+    """Realize an index tensor and check that every entry is in [-size, size)."""
+    if idx.numel() == 0: return
+    vals = idx.detach().numpy()
+    lo, hi = int(vals.min()), int(vals.max())
+    if lo < -size or hi >= size: raise IndexError(f"{what}: index {lo if lo < -size else hi} is out of bounds for size {size}")
+  def _plan(self, indices: Any) -> tuple[Tensor, list[tuple[int, Tensor]], Callable[[Tensor, bool], Tensor]]:
+    """Apply the basic part of an index (ints, slices, None, Ellipsis) as views. Returns the view, the tensor indices
+    as (dim in the view, int tensor), and a function that maps a tensor of the view's shape back onto self's
+    shape (padding with `fill`), which __setitem__ uses."""
     idx = list(indices) if isinstance(indices, tuple) else [indices]
-    if any(isinstance(i, (Tensor, list, np.ndarray)) for i in idx):
-      raise NotImplementedError("indexing with tensors is not implemented yet")
-    if idx.count(Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis")
-    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    if n_real > self.ndim: raise IndexError(f"too many indices ({n_real}) for a tensor of {self.ndim} dims")
-    if Ellipsis in idx:
-      e = idx.index(Ellipsis)
-      idx[e:e + 1] = [slice(None)] * (self.ndim - n_real)
-    idx += [slice(None)] * (self.ndim - sum(1 for i in idx if i is not None))
-    x, dim, final_shape = self, 0, []
-    shrink, flips, strides = [], [], []
+    # bool masks become one int index tensor per dim they cover (a data-dependent shape: the mask is realized)
+    norm: list[Any] = []
     for i in idx:
+      if isinstance(i, bool): raise IndexError("indexing with a python bool is not supported")
+      if isinstance(i, (Tensor, list, np.ndarray)):
+        t = self._index_tensor(i)
+        if t.dtype == dtypes.bool:
+          nz = np.nonzero(t.numpy())
+          norm.extend(Tensor(n.astype(np.int32), device=self.device) for n in nz)
+          norm.append(("mask", t.ndim, t.shape))
+          continue
+        norm.append(t)
+      elif i is None or i is Ellipsis or isinstance(i, slice) or isinstance(i, (int, np.integer)): norm.append(i)
+      else: raise IndexError(f"cannot index with {type(i).__name__}: {i!r}")
+    # a mask marker covers mask.ndim dims and checks their sizes; drop the marker, keep the int tensors
+    items: list[Any] = []
+    mask_dims: list[tuple[int, tuple]] = []
+    for i in norm:
+      if isinstance(i, tuple): mask_dims.append((len(items) - i[1], i[2]))
+      else: items.append(i)
+    if sum(1 for i in items if i is Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis")
+    n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim}: got {n_real}")
+    if any(i is Ellipsis for i in items):
+      e = next(k for k, i in enumerate(items) if i is Ellipsis)
+      items[e:e + 1] = [slice(None)] * (self.ndim - n_real)
+      mask_dims = [(p + (self.ndim - n_real - 1 if p > e else 0), s) for p, s in mask_dims]
+    items += [slice(None)] * (self.ndim - sum(1 for i in items if i is not None))
+    shrink, flips, strides, kinds = [], [], [], []
+    tensors: list[tuple[int, Tensor]] = []
+    dim = 0
+    vdim = 0  # position in the view after ints are dropped and Nones inserted
+    dim_of_item: dict[int, int] = {}
+    for k, i in enumerate(items):
       if i is None:
-        final_shape.append(1)
+        kinds.append("none"); vdim += 1  # noqa: E702
         continue
       size = self.shape[dim]
-      if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+      dim_of_item[k] = dim
+      if isinstance(i, Tensor):
+        shrink.append((0, size)); flips.append(False); strides.append(1); kinds.append("tensor")  # noqa: E702
+        tensors.append((vdim, i))
+        vdim += 1
+      elif isinstance(i, (int, np.integer)):
         j = int(i) + size if i < 0 else int(i)
         if not 0 <= j < size: raise IndexError(f"index {i} is out of bounds for dim {dim} with size {size}")
-        shrink.append((j, j + 1)); flips.append(False); strides.append(1)  # noqa: E702
-      elif isinstance(i, slice):
+        shrink.append((j, j + 1)); flips.append(False); strides.append(1); kinds.append("int")  # noqa: E702
+      else:
+        if i.step == 0: raise ValueError("slice step cannot be zero")
         start, stop, step = i.indices(size)
         if step > 0: b, e = start, max(start, stop)
-        else: b, e = max(stop + 1, 0), start + 1 if start >= stop + 1 else max(stop + 1, 0)
-        shrink.append((b, max(b, e))); flips.append(step < 0); strides.append(abs(step))  # noqa: E702
-        final_shape.append(ceildiv(max(e - b, 0), abs(step)))
-      else: raise TypeError(f"cannot index with {type(i).__name__}: {i!r}")
+        else: b, e = stop + 1, max(stop + 1, start + 1)
+        shrink.append((b, e)); flips.append(step < 0); strides.append(abs(step)); kinds.append("slice")  # noqa: E702
+        vdim += 1
       dim += 1
-    x = x.shrink(tuple(shrink))
+    for p, s in mask_dims:
+      got = tuple(self.shape[dim_of_item[p + q]] for q in range(len(s))) if all(p + q in dim_of_item for q in range(len(s))) else None
+      if got != tuple(s): raise IndexError(f"boolean mask of shape {tuple(s)} does not match the indexed dims {got} of {self.shape}")
+    x = self.shrink(tuple(shrink))
+    shrunk_shape = x.shape
     if any(flips): x = x.flip(tuple(d for d, f in enumerate(flips) if f))
     if any(s != 1 for s in strides):
       # a step is a pad to a multiple of it, a reshape into (n, step), and taking column 0
       x = x.pad(tuple((0, ceildiv(s, st) * st - s) for s, st in zip(x.shape, strides)))
       x = x.reshape(flatten((ceildiv(s, st), st) for s, st in zip(x.shape, strides)))
-      x = x.shrink(flatten(((0, s), (0, 1)) for s in x.shape[::2])).reshape(x.shape[::2])
-    return x.reshape(tuple(final_shape))
+      x = x.shrink(tuple(flatten(((0, s), (0, 1)) for s in x.shape[::2]))).reshape(x.shape[::2])
+    pre_shape = x.shape
+    view_shape: list[int] = []
+    it = iter(pre_shape)
+    for kd in kinds:
+      if kd == "none": view_shape.append(1)
+      elif kd == "int": next(it)
+      else: view_shape.append(next(it))
+    x = x.reshape(tuple(view_shape))
+    def unview(v: Tensor, fill: bool = False) -> Tensor:
+      v = v.reshape(pre_shape)
+      if any(s != 1 for s in strides):
+        v = v.reshape(flatten((s, 1) for s in v.shape)).pad(tuple(flatten(((0, 0), (0, st - 1)) for st in strides)))
+        v = v.reshape(tuple(s * st for s, st in zip(pre_shape, strides)))
+        v = v.shrink(tuple((0, s) for s in shrunk_shape))
+      if any(flips): v = v.flip(tuple(d for d, f in enumerate(flips) if f))
+      return v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)), value=fill) if v.dtype != dtypes.bool or not fill else \
+        v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)))
+    for vd, t in tensors: Tensor._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
+    return x, tensors, unview
+  def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, int, bool]:
+    """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
+    index shape, the rest dims, the flat index (negatives wrapped), its range, and whether B goes in place."""
+    tdims = [d for d, _ in tensors]
+    try: bshape = tuple(np.broadcast_shapes(*[t.shape for _, t in tensors]))
+    except ValueError: raise IndexError(f"index tensors of shapes {[t.shape for _, t in tensors]} cannot be broadcast together") from None
+    sizes = [x.shape[d] for d in tdims]
+    pnum = prod(sizes)
+    idt = dtypes.int64 if pnum >= 2**31 else dtypes.int32
+    flat: Tensor | None = None
+    for (_, t), s, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
+      t = t.cast(idt)
+      t = (t < 0).where(t + s, t).expand(bshape) * stride
+      flat = t if flat is None else flat + t
+    assert flat is not None
+    rest = [d for d in range(x.ndim) if d not in tdims]
+    xp = x.permute(*rest, *tdims).reshape(*[x.shape[d] for d in rest], pnum)
+    adjacent = tdims == list(range(tdims[0], tdims[0] + len(tdims)))
+    return xp, bshape, tuple(rest), flat, pnum, adjacent
+  def __getitem__(self, indices: Any) -> Tensor:
+    """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (gather,
+    built from one-hot masks: cost rest*index*size) and bool masks (realized to find their true entries)."""
+    x, tensors, _ = self._plan(indices)
+    if not tensors: return x
+    xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
+    nr, nb = len(rest), len(bshape)
+    xp = xp.reshape(*xp.shape[:-1], *[1] * nb, pnum)
+    onehot = flat.unsqueeze(-1) == Tensor._iota(pnum, self.device, flat.dtype)
+    out = Tensor._select_sum(onehot, xp)  # (rest..., B...)
+    if adjacent and nr:
+      p = tensors[0][0]
+      out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
+    elif nr: out = out.permute(*range(nr, nr + nb), *range(nr))
+    return out
+  @staticmethod
+  def _select_sum(mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
+    """sum over axis of where(mask, x, 0), exact for every dtype when at most one entry is selected."""
+    if x.dtype == dtypes.bool: return Tensor._select_sum(mask, x.cast(dtypes.uint8), axis).cast(dtypes.bool)
+    return mask.where(x, 0).sum(axis, dtype=x.dtype)
+  def __setitem__(self, indices: Any, v: Any) -> None:
+    """Write v (broadcast to the indexed shape) into the indexed elements; with repeated tensor indices the last write
+    wins. Not differentiable."""
+    if self.requires_grad or (isinstance(v, Tensor) and v.requires_grad):
+      raise RuntimeError("setitem on a tensor that requires grad is not supported")
+    x, tensors, unview = self._plan(indices)
+    if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
+    v = v.cast(self.dtype)
+    if not tensors:
+      try: v = v.expand(x.shape) if v.shape != x.shape else v
+      except ValueError: raise ValueError(f"cannot assign a value of shape {v.shape} to an index of shape {x.shape}") from None
+      vfull = unview(v.contiguous() if v.lazydata.st.contiguous is False else v)
+      mask = unview(Tensor.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
+    else:
+      xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
+      nr, nb = len(rest), len(bshape)
+      rshape = tuple(x.shape[d] for d in rest)
+      oshape = (rshape[:tensors[0][0]] + bshape + rshape[tensors[0][0]:]) if adjacent else bshape + rshape
+      try: v = v.expand(oshape) if v.shape != oshape else v
+      except ValueError: raise ValueError(f"cannot assign a value of shape {v.shape} to an index of shape {oshape}") from None
+      # v as (rest..., B...)
+      if adjacent and nr:
+        p = tensors[0][0]
+        v = v.permute(*range(p), *range(p + nb, nb + nr), *range(p, p + nb))
+      elif nr: v = v.permute(*range(nb, nb + nr), *range(nb))
+      nbt = prod(bshape)
+      v = v.reshape(*rshape, nbt, 1)
+      onehot = flat.reshape(nbt, 1) == Tensor._iota(pnum, self.device, flat.dtype).reshape(1, pnum)  # (B, P)
+      border = Tensor._iota(nbt, self.device).reshape(nbt, 1)
+      last = onehot.where(border, -1).max(0)  # (P,) the last b writing each position, -1 for none
+      sel = onehot & (border == last.reshape(1, pnum))
+      vals = Tensor._select_sum(sel, v, axis=-2)  # (rest..., P)
+      hit = last >= 0
+      tsz = [x.shape[d] for d, _ in tensors]
+      tdims = [d for d, _ in tensors]
+      inv = np.argsort(list(rest) + tdims).tolist()
+      vview = vals.reshape(*rshape, *tsz).permute(*inv)
+      mview = hit.reshape(*[1] * nr, *tsz).expand(*rshape, *tsz).permute(*inv)
+      vfull, mask = unview(vview), unview(mview, True)
+    self.assign(mask.where(vfull, self)).realize()
+  def gather(self, dim: int, index: Tensor) -> Tensor:
+    """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
+    d = self._resolve_dim(dim)
+    index = self._index_tensor(index)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise ValueError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
+    for i, (a, b) in enumerate(zip(index.shape, self.shape)):
+      if i != d and a > b: raise ValueError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
+    Tensor._check_index_range(index, self.shape[d], "gather")
+    x = self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape))).transpose(d, -1)  # (..., S)
+    idx = index.transpose(d, -1)  # (..., K)
+    s = self.shape[d]
+    idx = (idx < 0).where(idx + s, idx)
+    onehot = idx.unsqueeze(-1) == Tensor._iota(s, self.device, idx.dtype)  # (..., K, S)
+    return Tensor._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
+  def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
+    d = self._resolve_dim(dim)
+    index = self._index_tensor(index)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"{name} index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise ValueError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    if src.ndim != self.ndim: raise ValueError(f"{name} src needs {self.ndim} dims, got {src.shape}")
+    for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
+      if (i != d and a > b) or a > c:
+        raise ValueError(f"{name} index shape {index.shape} is larger than self {self.shape} or src {src.shape} at dim {i}")
+    Tensor._check_index_range(index, self.shape[d], name)
+    s = self.shape[d]
+    src = src.shrink(tuple((0, a) for a in index.shape)).cast(self.dtype).transpose(d, -1).unsqueeze(-1)  # (..., K, 1)
+    idx = index.transpose(d, -1)
+    idx = (idx < 0).where(idx + s, idx)
+    onehot = idx.unsqueeze(-1) == Tensor._iota(s, self.device, idx.dtype)  # (..., K, S), rows cover index's other dims
+    # the other dims of index may be smaller than self's: pad the result back, marking those positions untouched
+    pad = tuple((0, self.shape[i] - index.shape[i]) if i != d else (0, 0) for i in range(self.ndim))
+    return d, src, onehot, pad
+  def _scatter_finish(self, d: int, val: Tensor, hit: Tensor, pad: Any) -> Tensor:
+    """val, hit: (..., S) over index's other dims, dim d last; place them into self."""
+    val, hit = val.transpose(d, -1).pad(pad), hit.transpose(d, -1).pad(pad)
+    return hit.where(val, self)
+  def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
+    """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
+    to a position wins), 'add' or 'multiply'."""
+    if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter")
+    hit = onehot.any(-2)
+    if reduce == "add": return self._scatter_finish(d, onehot.where(src, 0).sum(-2, dtype=self.dtype) + self._dim_last(d, pad), hit, pad)
+    if reduce == "multiply": return self._scatter_finish(d, onehot.where(src, 1).prod(-2) * self._dim_last(d, pad), hit, pad)
+    k = onehot.shape[-2]
+    korder = Tensor._iota(k, self.device).reshape(k, 1)
+    last = onehot.where(korder, -1).max(-2, keepdim=True)
+    sel = onehot & (korder == last)
+    return self._scatter_finish(d, Tensor._select_sum(sel, src, axis=-2), hit, pad)
+  def _dim_last(self, d: int, pad: Any) -> Tensor:
+    """self shrunk to the scatter index's other dims, with dim d last."""
+    return self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))).transpose(d, -1)
+  def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    """Reduce src into self at index along dim (as torch.scatter_reduce): reduce 'sum', 'prod', 'mean', 'amax' or 'amin';
+    include_self=False leaves self's value out of positions that receive something."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+      raise ValueError(f"scatter_reduce reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
+    d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter_reduce")
+    base = self._dim_last(d, pad)
+    hit = onehot.any(-2)
+    if reduce == "sum":
+      v = onehot.where(src, 0).sum(-2, dtype=self.dtype)
+      return self._scatter_finish(d, v + base if include_self else v, hit, pad)
+    if reduce == "prod":
+      v = onehot.where(src, 1).prod(-2)
+      return self._scatter_finish(d, v * base if include_self else v, hit, pad)
+    if reduce == "mean":
+      cnt = onehot.sum(-2) + (1 if include_self else 0)
+      v = onehot.where(src, 0).sum(-2, dtype=self.dtype) + (base if include_self else 0)
+      v = v / cnt if dtypes.is_float(self.dtype) else v // cnt
+      return self._scatter_finish(d, v.cast(self.dtype), hit, pad)
+    lo = dtypes.min(self.dtype) if reduce == "amax" else dtypes.max(self.dtype)
+    sgn = src if reduce == "amax" else -src if dtypes.is_float(self.dtype) else ~src
+    v = onehot.where(sgn, lo if reduce == "amax" else (-lo if dtypes.is_float(self.dtype) else ~lo)).max(-2)
+    if reduce == "amin": v = -v if dtypes.is_float(self.dtype) else ~v
+    if include_self: v = v.maximum(base) if reduce == "amax" else v.minimum(base)
+    return self._scatter_finish(d, v, hit, pad)
+  def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+    """self with value where mask is True (mask broadcasts)."""
+    return Tensor._as_bool(mask, self.device).where(value, self)
+  @staticmethod
+  def _as_bool(mask: Any, device: str) -> Tensor:
+    m = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
+    if m.dtype != dtypes.bool: raise TypeError(f"a mask must be a bool tensor, got {m.dtype}")
+    return m
+  def masked_select(self, mask: Tensor) -> Tensor:
+    """The elements where mask (broadcast with self) is True, as a 1-D tensor. The mask is realized to count them."""
+    m = Tensor._as_bool(mask, self.device)
+    x, m = self._broadcast_pair(m)
+    return x[m]
+  def _broadcast_pair(self, m: Tensor) -> tuple[Tensor, Tensor]:
+    try: shape = tuple(np.broadcast_shapes(self.shape, m.shape))
+    except ValueError: raise ValueError(f"mask of shape {m.shape} cannot be broadcast with {self.shape}") from None
+    return self.expand(shape), m.expand(shape)
 
   # *** broadcasting and elementwise ***
   def _broadcasted(self, y: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
@@ -325,6 +987,7 @@ class Tensor:
     if not isinstance(y, Tensor):
       if isinstance(y, (np.ndarray, list, tuple)): y = Tensor(y, device=x.device)
       else:
+        if isinstance(y, np.generic): y = y.item()
         if not isinstance(y, (bool, int, float)): raise TypeError(f"cannot combine a Tensor with {type(y).__name__}")
         # a python scalar takes the tensor's dtype unless it needs a wider kind (a float with an int tensor)
         ydt = x.dtype if (dtypes.is_float(x.dtype) or (dtypes.is_int(x.dtype) and not isinstance(y, float)) or
@@ -343,28 +1006,80 @@ class Tensor:
     return x.reshape(sx).expand(tuple(out)), y.reshape(sy).expand(tuple(out))
 
   def cast(self, dtype: DType | str) -> Tensor:
+    """Convert to dtype (floats to ints truncate toward zero)."""
     dt = to_dtype(dtype)
     return self if self.dtype == dt else F.Cast.apply(self, dtype=dt)
   def bitcast(self, dtype: DType | str) -> Tensor:
+    """Reinterpret the bits as dtype. With a different item size the last dim scales (little-endian)."""
     dt = to_dtype(dtype)
-    if dt.itemsize != self.dtype.itemsize: raise TypeError(f"bitcast from {self.dtype} to {dt} needs equal item sizes")
-    return self if self.dtype == dt else F.Cast.apply(self, dtype=dt, bitcast=True)
-  def float(self) -> Tensor: return self.cast(dtypes.float32)
-  def half(self) -> Tensor: return self.cast(dtypes.float16)
-  def double(self) -> Tensor: return self.cast(dtypes.float64)
-  def int(self) -> Tensor: return self.cast(dtypes.int32)
-  def long(self) -> Tensor: return self.cast(dtypes.int64)
-  def bool(self) -> Tensor: return self.cast(dtypes.bool)
-  def const_like(self, b: Any) -> Tensor: return Tensor(dtypes.as_const(b, self.dtype), device=self.device, dtype=self.dtype).expand(self.shape) if self.shape else Tensor(dtypes.as_const(b, self.dtype), device=self.device, dtype=self.dtype)
+    if self.requires_grad: raise RuntimeError("bitcast is not differentiable: detach() first")
+    if dt == self.dtype: return self
+    if dt.itemsize == self.dtype.itemsize: return F.Cast.apply(self, dtype=dt, bitcast=True)
+    if dt == dtypes.bool or self.dtype == dtypes.bool: raise TypeError(f"cannot bitcast between {self.dtype} and {dt}")
+    uint = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+    a, b = self.dtype.itemsize, dt.itemsize
+    if self.ndim == 0: raise ValueError(f"bitcast from {self.dtype} to {dt} needs at least one dim")
+    x = self if self.dtype == uint[a] else F.Cast.apply(self, dtype=uint[a], bitcast=True)
+    if a > b:  # split each element into a//b pieces
+      parts = [((x >> (8 * b * k)) & (2 ** (8 * b) - 1)).cast(uint[b]) for k in range(a // b)]
+      y = Tensor.stack(*parts, dim=-1).reshape(*self.shape[:-1], self.shape[-1] * (a // b))
+    else:
+      if self.shape[-1] % (b // a): raise ValueError(f"bitcast {self.dtype} to {dt} needs the last dim {self.shape[-1]} divisible by {b // a}")
+      x = x.reshape(*self.shape[:-1], self.shape[-1] // (b // a), b // a).cast(uint[b])
+      y = x[..., 0]
+      for k in range(1, b // a): y = y | (x[..., k] << (8 * a * k))
+    return y if dt == uint[dt.itemsize] else F.Cast.apply(y, dtype=dt, bitcast=True)
+  def float(self) -> Tensor:
+    """Cast to float32."""
+    return self.cast(dtypes.float32)
+  def half(self) -> Tensor:
+    """Cast to float16."""
+    return self.cast(dtypes.float16)
+  def double(self) -> Tensor:
+    """Cast to float64."""
+    return self.cast(dtypes.float64)
+  def bfloat16(self) -> Tensor:
+    """Cast to bfloat16."""
+    return self.cast(dtypes.bfloat16)
+  def int(self) -> Tensor:
+    """Cast to int32."""
+    return self.cast(dtypes.int32)
+  def long(self) -> Tensor:
+    """Cast to int64."""
+    return self.cast(dtypes.int64)
+  def short(self) -> Tensor:
+    """Cast to int16."""
+    return self.cast(dtypes.int16)
+  def char(self) -> Tensor:
+    """Cast to int8."""
+    return self.cast(dtypes.int8)
+  def bool(self) -> Tensor:
+    """Cast to bool (x != 0)."""
+    return self.cast(dtypes.bool)
+  def const_like(self, b: Any) -> Tensor:
+    """A constant of self's shape, dtype and device."""
+    c = Tensor(dtypes.as_const(b, self.dtype) if not (isinstance(b, float) and math.isnan(b)) else b, device=self.device, dtype=self.dtype)
+    return c.expand(self.shape) if self.shape else c
 
-  def add(self, x: Any, reverse: bool = False) -> Tensor: return F.Add.apply(*self._broadcasted(x, reverse))
+  def add(self, x: Any, reverse: bool = False) -> Tensor:
+    """self + x with broadcasting and dtype promotion."""
+    return F.Add.apply(*self._broadcasted(x, reverse))
   def sub(self, x: Any, reverse: bool = False) -> Tensor:
+    """self - x."""
     a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported: use logical_xor or ^")
     return a + (-b)
-  def mul(self, x: Any, reverse: bool = False) -> Tensor: return F.Mul.apply(*self._broadcasted(x, reverse))
-  def div(self, x: Any, reverse: bool = False) -> Tensor:
-    """True division: integers are promoted to the default float."""
+  def mul(self, x: Any, reverse: bool = False) -> Tensor:
+    """self * x."""
+    return F.Mul.apply(*self._broadcasted(x, reverse))
+  def div(self, x: Any, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+    """True division (integers promote to the default float); rounding_mode "trunc" or "floor" rounds the quotient."""
     a, b = self._broadcasted(x, reverse)
+    if rounding_mode is not None:
+      if rounding_mode not in ("trunc", "floor"): raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+      if dtypes.is_int(a.dtype): return a.idiv(b) if rounding_mode == "trunc" else a._floordiv(b)
+      q = a.div(b)
+      return q.trunc() if rounding_mode == "trunc" else q.floor()
     if not dtypes.is_float(a.dtype): a, b = a.cast(least_upper_float(a.dtype)), b.cast(least_upper_float(b.dtype))
     return a * b.reciprocal()
   def idiv(self, x: Any, reverse: bool = False) -> Tensor:
@@ -377,60 +1092,164 @@ class Tensor:
   def _floordiv(self, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype): return (a / b).floor()
+    if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
     q = F.IDiv.apply(a, b)
     # round toward negative infinity: subtract one where the signs differ and there is a remainder
     fix = ((a.mod_c(b) != 0) & ((a < 0) != (b < 0))).cast(q.dtype)
     return q - fix
-  def mod_c(self, b: Tensor) -> Tensor: return F.Mod.apply(self, b)
-  def __mod__(self, x: Any) -> Tensor: return self._mod(x)
-  def __rmod__(self, x: Any) -> Tensor: return self._mod(x, True)
-  def _mod(self, x: Any, reverse: bool = False) -> Tensor:
-    """Python modulo: the result takes the divisor's sign."""
+  def mod_c(self, b: Tensor) -> Tensor:
+    """C remainder of integers (sign of the dividend); internal building block."""
+    return F.Mod.apply(self, b)
+  def __mod__(self, x: Any) -> Tensor: return self.mod(x)
+  def __rmod__(self, x: Any) -> Tensor: return self.mod(x, True)
+  def mod(self, x: Any, reverse: bool = False) -> Tensor:
+    """Python modulo (torch.remainder): the result takes the divisor's sign."""
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return a - (a / b).floor() * b
+    if dtypes.is_float(a.dtype):
+      r = a.fmod(b)
+      return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+    if a.dtype == dtypes.bool: raise TypeError("modulo of bool tensors is not supported")
     r = F.Mod.apply(a, b)
     return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
-  def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else F.Neg.apply(self)
-  def reciprocal(self) -> Tensor: return F.Reciprocal.apply(self.cast(least_upper_float(self.dtype)))
-  def maximum(self, x: Any) -> Tensor: return F.Maximum.apply(*self._broadcasted(x))
-  def minimum(self, x: Any) -> Tensor:
+  remainder = mod
+  def fmod(self, x: Any) -> Tensor:
+    """C fmod: the remainder of self / x truncated toward zero, with the sign of self (as torch.fmod)."""
     a, b = self._broadcasted(x)
-    return -((-a).maximum(-b)) if a.dtype != dtypes.bool else a & b
+    if not dtypes.is_float(a.dtype):
+      if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors is not supported")
+      return F.Mod.apply(a, b)
+    q = (a / b).trunc()
+    r = a - q * b
+    # the quotient may round across an integer: bring r back into (-|b|, |b|) with self's sign
+    ab = b.abs()
+    r = ((r != 0) & ((r < 0) != (a < 0))).where(r + a.sign() * ab, r)
+    r = (r.abs() >= ab).where(r - a.sign() * ab, r)
+    return (b == 0).where(math.nan, (a.isinf()).where(math.nan, (ab.isinf()).where(a, r)))
+  def neg(self) -> Tensor:
+    """-self (logical not for bool)."""
+    return self.logical_not() if self.dtype == dtypes.bool else F.Neg.apply(self)
+  def reciprocal(self) -> Tensor:
+    """1 / self (as a float)."""
+    return F.Reciprocal.apply(self.cast(least_upper_float(self.dtype)))
+  def maximum(self, x: Any) -> Tensor:
+    """Elementwise max with broadcasting; NaN propagates."""
+    return F.Maximum.apply(*self._broadcasted(x))
+  def minimum(self, x: Any) -> Tensor:
+    """Elementwise min with broadcasting; NaN propagates."""
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: return a & b
+    if dtypes.is_int(a.dtype): return ~((~a).maximum(~b))
+    return -((-a).maximum(-b))
   def where(self, x: Any, y: Any) -> Tensor:
-    """self ? x : y, broadcasting all three."""
+    """self ? x : y elementwise, broadcasting all three (self is read as bool)."""
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
       dt = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
       x = Tensor(x, device=self.device, dtype=dt)
     if isinstance(x, Tensor): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
-    cond, x = self.cast(dtypes.bool)._broadcasted(x)
-    cond, y = cond._broadcasted(y)
-    return F.Where.apply(cond.cast(dtypes.bool), x, y)
+    cond = self.cast(dtypes.bool)
+    try: shape = tuple(np.broadcast_shapes(cond.shape, x.shape))
+    except ValueError: raise ValueError(f"where condition of shape {cond.shape} cannot be broadcast with values of shape {x.shape}") from None
+    return F.Where.apply(cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape))
+  def _expand_to(self, shape: tuple[int, ...]) -> Tensor:
+    return self if self.shape == shape else self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
   def __lt__(self, x: Any) -> Tensor: return F.Less.apply(*self._broadcasted(x))
   def __gt__(self, x: Any) -> Tensor: return F.Less.apply(*self._broadcasted(x, True))
-  def __ge__(self, x: Any) -> Tensor: return (self < x).logical_not()
-  def __le__(self, x: Any) -> Tensor: return (self > x).logical_not()
+  def __ge__(self, x: Any) -> Tensor:
+    a, b = self._broadcasted(x)
+    return F.Less.apply(b, a) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(a, b).logical_not()
+  def __le__(self, x: Any) -> Tensor:
+    a, b = self._broadcasted(x)
+    return F.Less.apply(a, b) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(b, a).logical_not()
   def __ne__(self, x: Any) -> Tensor: return F.Neq.apply(*self._broadcasted(x))  # type: ignore[override]
   def __eq__(self, x: Any) -> Tensor: return (self != x).logical_not()  # type: ignore[override]
-  def logical_not(self) -> Tensor: return F.Neq.apply(*self.cast(dtypes.bool)._broadcasted(True))
+  def eq(self, x: Any) -> Tensor:
+    """self == x elementwise."""
+    return self == x
+  def ne(self, x: Any) -> Tensor:
+    """self != x elementwise."""
+    return self != x
+  def lt(self, x: Any) -> Tensor:
+    """self < x elementwise."""
+    return self < x
+  def gt(self, x: Any) -> Tensor:
+    """self > x elementwise."""
+    return self > x
+  def le(self, x: Any) -> Tensor:
+    """self <= x elementwise."""
+    return self <= x
+  def ge(self, x: Any) -> Tensor:
+    """self >= x elementwise."""
+    return self >= x
+  def logical_not(self) -> Tensor:
+    """not self (read as bool)."""
+    return F.Neq.apply(*self.cast(dtypes.bool)._broadcasted(True))
+  def logical_and(self, x: Any) -> Tensor:
+    """self and x (read as bool)."""
+    return self.bool() & (x.bool() if isinstance(x, Tensor) else bool(x))
+  def logical_or(self, x: Any) -> Tensor:
+    """self or x (read as bool)."""
+    return self.bool() | (x.bool() if isinstance(x, Tensor) else bool(x))
+  def logical_xor(self, x: Any) -> Tensor:
+    """self xor x (read as bool)."""
+    return self.bool() ^ (x.bool() if isinstance(x, Tensor) else bool(x))
   def _bitwise(self, x: Any, op: Ops, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
     if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise TypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
+    if op in (Ops.SHL, Ops.SHR) and a.dtype == dtypes.bool: raise TypeError(f"{op.name} needs integer tensors, got bool")
     return F.BitwiseOp.apply(a, b, op=op)
-  def bitwise_and(self, x: Any) -> Tensor: return self._bitwise(x, Ops.AND)
-  def bitwise_or(self, x: Any) -> Tensor: return self._bitwise(x, Ops.OR)
-  def bitwise_xor(self, x: Any) -> Tensor: return self._bitwise(x, Ops.XOR)
-  def lshift(self, x: int) -> Tensor: return self._bitwise(x, Ops.SHL)
-  def rshift(self, x: int) -> Tensor: return self._bitwise(x, Ops.SHR)
+  def bitwise_and(self, x: Any) -> Tensor:
+    """self & x for int or bool tensors."""
+    return self._bitwise(x, Ops.AND)
+  def bitwise_or(self, x: Any) -> Tensor:
+    """self | x for int or bool tensors."""
+    return self._bitwise(x, Ops.OR)
+  def bitwise_xor(self, x: Any) -> Tensor:
+    """self ^ x for int or bool tensors."""
+    return self._bitwise(x, Ops.XOR)
+  def bitwise_not(self) -> Tensor:
+    """~self for int or bool tensors."""
+    if not (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool): raise TypeError(f"bitwise_not needs integer or bool tensors, got {self.dtype}")
+    return self.logical_not() if self.dtype == dtypes.bool else self ^ (-1 if not dtypes.is_unsigned(self.dtype) else dtypes.max(self.dtype))
+  def lshift(self, x: Any) -> Tensor:
+    """self << x for integer tensors."""
+    return self._bitwise(x, Ops.SHL)
+  def rshift(self, x: Any) -> Tensor:
+    """self >> x for integer tensors (arithmetic for signed)."""
+    return self._bitwise(x, Ops.SHR)
   def pow(self, x: Any, reverse: bool = False) -> Tensor:
+    """self ** x. Integer tensors to non-negative integer powers stay integers; negative bases with integer exponents
+    keep their sign; 0 ** negative is inf; NaN where the real result is undefined (as torch)."""
+    if not reverse and not isinstance(x, Tensor) and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+      # constant exponents: multiplications (exact, and the gradient is right at 0)
+      if x == int(x) and abs(x) <= 64 and (x >= 0 or dtypes.is_float(self.dtype)):
+        n = int(abs(x))
+        base = self if x >= 0 else self.reciprocal()
+        acc: Tensor | None = None
+        while n:
+          if n & 1: acc = base if acc is None else acc * base
+          n >>= 1
+          if n: base = base * base
+        return acc if acc is not None else self.const_like(1) + self * 0 if dtypes.is_float(self.dtype) else self.const_like(1)
+      if x == 0.5: return self.sqrt()
     base, exponent = self._broadcasted(x, reverse)
+    if dtypes.is_int(base.dtype):
+      # binary exponentiation; negative exponents give 1/b^|e| truncated: only |b| == 1 survive
+      e, b, acc = exponent, base, base.const_like(1)
+      for _ in range(8 * base.dtype.itemsize - (0 if dtypes.is_unsigned(base.dtype) else 1)):
+        acc = ((e & 1) != 0).where(acc * b, acc)
+        e, b = e >> 1, b * b
+      if dtypes.is_unsigned(base.dtype): return acc
+      neg = exponent < 0
+      return neg.where((base == 1).where(1, (base == -1).where(((exponent & 1) != 0).where(-1, 1), 0)), acc).cast(base.dtype)
+    if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): base, exponent = base.float(), exponent.float()
     # |b|^e, with the sign restored for negative bases and integer exponents
-    mag = (exponent * base.abs().log()).exp()
+    mag = (exponent * base.abs().log2()).exp2()
     is_int_exp = exponent == exponent.trunc()
-    neg_odd = (base < 0) & is_int_exp & ((exponent.abs() % 2) == 1)
+    neg_odd = (base < 0) & is_int_exp & ((exponent.abs().fmod(2)) == 1)
     out = (base < 0).where(is_int_exp.where(neg_odd.where(-mag, mag), math.nan), mag)
-    return ((exponent == 0)).where(1.0, (base == 0).where((exponent < 0).where(math.inf, 0.0), out))
+    return (exponent == 0).where(1.0, (base == 0).where((exponent < 0).where(math.inf, 0.0), out))
 
   __add__ = add
   def __radd__(self, x: Any) -> Tensor: return self.add(x, True)
@@ -438,101 +1257,534 @@ class Tensor:
   def __rsub__(self, x: Any) -> Tensor: return self.sub(x, True)
   __mul__ = mul
   def __rmul__(self, x: Any) -> Tensor: return self.mul(x, True)
-  __truediv__ = div
+  def __truediv__(self, x: Any) -> Tensor: return self.div(x)
   def __rtruediv__(self, x: Any) -> Tensor: return self.div(x, True)
-  __pow__ = pow
+  def __pow__(self, x: Any) -> Tensor: return self.pow(x)
   def __rpow__(self, x: Any) -> Tensor: return self.pow(x, True)
   def __neg__(self) -> Tensor: return self.neg()
+  def __abs__(self) -> Tensor: return self.abs()
   def __and__(self, x: Any) -> Tensor: return self.bitwise_and(x)
   def __or__(self, x: Any) -> Tensor: return self.bitwise_or(x)
   def __xor__(self, x: Any) -> Tensor: return self.bitwise_xor(x)
   def __rand__(self, x: Any) -> Tensor: return self._bitwise(x, Ops.AND, True)
   def __ror__(self, x: Any) -> Tensor: return self._bitwise(x, Ops.OR, True)
   def __rxor__(self, x: Any) -> Tensor: return self._bitwise(x, Ops.XOR, True)
-  def __lshift__(self, x: int) -> Tensor: return self.lshift(x)
-  def __rshift__(self, x: int) -> Tensor: return self.rshift(x)
-  def __invert__(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ dtypes.max(self.dtype)
+  def __lshift__(self, x: Any) -> Tensor: return self.lshift(x)
+  def __rshift__(self, x: Any) -> Tensor: return self.rshift(x)
+  def __rlshift__(self, x: Any) -> Tensor: return self._bitwise(x, Ops.SHL, True)
+  def __rrshift__(self, x: Any) -> Tensor: return self._bitwise(x, Ops.SHR, True)
+  def __invert__(self) -> Tensor: return self.bitwise_not()
   def __matmul__(self, x: Tensor) -> Tensor: return self.matmul(x)
-  def __rmatmul__(self, x: Tensor) -> Tensor: return x.matmul(self) if isinstance(x, Tensor) else Tensor(x, device=self.device).matmul(self)
+  def __rmatmul__(self, x: Tensor) -> Tensor: return self.matmul(x, reverse=True)
   def __iadd__(self, x: Any) -> Tensor: return self.assign(self + x)
   def __isub__(self, x: Any) -> Tensor: return self.assign(self - x)
   def __imul__(self, x: Any) -> Tensor: return self.assign(self * x)
   def __itruediv__(self, x: Any) -> Tensor: return self.assign(self / x)
+  def __imatmul__(self, x: Any) -> Tensor: return self.assign(self @ x)
+  def __ipow__(self, x: Any) -> Tensor: return self.assign(self ** x)
+  def __iand__(self, x: Any) -> Tensor: return self.assign(self & x)
+  def __ior__(self, x: Any) -> Tensor: return self.assign(self | x)
+  def __ixor__(self, x: Any) -> Tensor: return self.assign(self ^ x)
 
   # *** unary math ***
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
-  def exp(self) -> Tensor: return F.Exp.apply(self._float())
-  def exp2(self) -> Tensor: return F.Exp.apply(self._float() * math.log(2))
-  def log(self) -> Tensor: return F.Log.apply(self._float())
-  def log2(self) -> Tensor: return self.log() / math.log(2)
-  def sqrt(self) -> Tensor: return F.Sqrt.apply(self._float())
-  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-  def sin(self) -> Tensor: return F.Sin.apply(self._float())
-  def cos(self) -> Tensor: return ((math.pi / 2) - self._float()).sin()
-  def tan(self) -> Tensor: return self.sin() / self.cos()
-  def relu(self) -> Tensor: return F.Relu.apply(self)
-  def sigmoid(self) -> Tensor: return F.Sigmoid.apply(self._float())
-  def tanh(self) -> Tensor: return 2.0 * ((2.0 * self._float()).sigmoid()) - 1.0
-  def abs(self) -> Tensor: return self * self.sign() if self.dtype != dtypes.bool else self
-  def sign(self) -> Tensor: return F.Sign.apply(self)
-  def square(self) -> Tensor: return self * self
+  def exp(self) -> Tensor:
+    """e ** self."""
+    return F.Exp.apply(self._float())
+  def exp2(self) -> Tensor:
+    """2 ** self."""
+    return F.Exp2.apply(self._float())
+  def log(self) -> Tensor:
+    """Natural log (NaN below 0, -inf at 0)."""
+    return F.Log.apply(self._float())
+  def log2(self) -> Tensor:
+    """Base-2 log."""
+    return F.Log2.apply(self._float())
+  def log10(self) -> Tensor:
+    """Base-10 log."""
+    return self.log2() * math.log10(2)
+  def log1p(self) -> Tensor:
+    """log(1 + self), accurate near 0."""
+    x = self._float()
+    u = x + 1
+    # log(u) * x / (u - 1) corrects the rounding of 1 + x (Goldberg)
+    return (u == 1).where(x, u.log() * x / (u == 1).where(1, u - 1))
+  def expm1(self) -> Tensor:
+    """exp(self) - 1, accurate near 0."""
+    x = self._float()
+    u = x.exp()
+    return (u == 1).where(x, (u - 1 == -1).where(-1.0, (u - 1) * x / u.log()))
+  def sqrt(self) -> Tensor:
+    """Square root (NaN below 0)."""
+    return F.Sqrt.apply(self._float())
+  def rsqrt(self) -> Tensor:
+    """1 / sqrt(self)."""
+    return self.sqrt().reciprocal()
+  def sin(self) -> Tensor:
+    """Sine."""
+    return F.Sin.apply(self._float())
+  def cos(self) -> Tensor:
+    """Cosine."""
+    return ((math.pi / 2) - self._float()).sin()
+  def tan(self) -> Tensor:
+    """Tangent."""
+    return self.sin() / self.cos()
+  def asin(self) -> Tensor:
+    """Arc sine (NaN outside [-1, 1])."""
+    x = self._float()
+    a = x.abs()
+    # Abramowitz & Stegun 4.4.46: asin(a) = pi/2 - sqrt(1 - a) * poly(a) on [0, 1], error below 2e-8
+    coeffs = [-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810, -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050]
+    p = a * 0 + coeffs[0]
+    for c in coeffs[1:]: p = p * a + c
+    r = math.pi / 2 - (1 - a).sqrt() * p
+    return (a > 1).where(math.nan, x.sign() * r)
+  def acos(self) -> Tensor:
+    """Arc cosine (NaN outside [-1, 1])."""
+    return math.pi / 2 - self.asin()
+  def atan(self) -> Tensor:
+    """Arc tangent."""
+    x = self._float()
+    big = x.abs() > 1
+    t = big.where(x.reciprocal(), x)
+    r = (t / (1 + t * t).sqrt()).asin()
+    return big.where(x.sign() * (math.pi / 2) - r, r)
+  def sinh(self) -> Tensor:
+    """Hyperbolic sine."""
+    x = self._float()
+    return (x.exp() - (-x).exp()) / 2
+  def cosh(self) -> Tensor:
+    """Hyperbolic cosine."""
+    x = self._float()
+    return (x.exp() + (-x).exp()) / 2
+  def tanh(self) -> Tensor:
+    """Hyperbolic tangent."""
+    return 2.0 * ((2.0 * self._float()).sigmoid()) - 1.0
+  def asinh(self) -> Tensor:
+    """Inverse hyperbolic sine."""
+    x = self._float()
+    a = x.abs()
+    big = a > 1e15
+    r = big.where(a.log() + math.log(2), (a + (big.where(0, a * a) + 1).sqrt()).log())
+    return x.sign() * r
+  def acosh(self) -> Tensor:
+    """Inverse hyperbolic cosine (NaN below 1)."""
+    x = self._float()
+    big = x > 1e15
+    return big.where(x.log() + math.log(2), (x + (big.where(2, x * x) - 1).sqrt()).log())
+  def atanh(self) -> Tensor:
+    """Inverse hyperbolic tangent (NaN outside [-1, 1], inf at +-1)."""
+    x = self._float()
+    return 0.5 * ((1 + x) / (1 - x)).log()
+  def square(self) -> Tensor:
+    """self * self."""
+    return self * self
+  def abs(self) -> Tensor:
+    """|self|."""
+    if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
+    return self * self.sign()
+  def sign(self) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (NaN stays NaN)."""
+    return F.Sign.apply(self)
+  def _signbit(self) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self < 0
+    it = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]
+    return self.detach().bitcast(it) < 0
+  def copysign(self, other: Any) -> Tensor:
+    """|self| with the sign of other (the sign bit: -0.0 counts as negative)."""
+    a, b = self._broadcasted(other)
+    a, b = a._float(), b._float()
+    mag = a._signbit().where(-a, a)
+    return b._signbit().where(-mag, mag)
   def trunc(self) -> Tensor:
-    if not dtypes.is_float(self.dtype): return self
-    # a float beyond 2^52 is already an integer; casting through int64 covers the rest
-    big = self.abs() >= 2**52
-    return big.where(self, self.cast(dtypes.int64).cast(self.dtype))
+    """Round toward zero (integers pass through); zero gradient."""
+    return F.Trunc.apply(self)
   def floor(self) -> Tensor:
+    """Round down; zero gradient."""
+    if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
-    return (self < t).where(t - 1, t) if dtypes.is_float(self.dtype) else self
+    return (self < t).where(t - 1, t)
   def ceil(self) -> Tensor:
+    """Round up; zero gradient."""
+    if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
-    return (self > t).where(t + 1, t) if dtypes.is_float(self.dtype) else self
+    return (self > t).where(t + 1, t)
+  def round(self) -> Tensor:
+    """Round half to even, as torch and numpy; zero gradient."""
+    if not dtypes.is_float(self.dtype): return self
+    f = self.floor()
+    d = self.detach() - f
+    odd = (f * 0.5).floor() != f * 0.5
+    return (d > 0.5).where(f + 1, (d < 0.5).where(f, odd.where(f + 1, f)))
+  def isnan(self) -> Tensor:
+    """True where NaN."""
+    return self != self
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    """True where +inf (detect_positive) or -inf (detect_negative)."""
+    if not dtypes.is_float(self.dtype): return self.full_like(False, dtype=dtypes.bool)
+    return ((self == math.inf) & detect_positive) | ((self == -math.inf) & detect_negative)
+  def isfinite(self) -> Tensor:
+    """True where neither inf nor NaN."""
+    if not dtypes.is_float(self.dtype): return self.full_like(True, dtype=dtypes.bool)
+    return (self - self) == 0
+  def lerp(self, end: Any, weight: Any) -> Tensor:
+    """self + (end - self) * weight."""
+    return self + (end - self) * weight
+  def erf(self) -> Tensor:
+    """The error function (Abramowitz & Stegun 7.1.26, error below 1.5e-7)."""
+    x = self._float()
+    t = 1.0 / (1.0 + 0.3275911 * x.abs())
+    p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+    return x.sign() * (1.0 - p * (-(x * x)).exp())
   def clip(self, min_: Any = None, max_: Any = None) -> Tensor:
-    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ and max_")
+    """Clamp into [min_, max_] (either may be None); NaN stays NaN."""
+    if min_ is None and max_ is None: raise ValueError("at least one of 'min_' or 'max_' must not be None")
     x = self.maximum(min_) if min_ is not None else self
     return x.minimum(max_) if max_ is not None else x
-  clamp = clip
+  def clamp(self, min_: Any = None, max_: Any = None) -> Tensor:
+    """Same as clip."""
+    return self.clip(min_, max_)
+
+  # *** activations ***
+  def relu(self) -> Tensor:
+    """max(self, 0)."""
+    return F.Relu.apply(self)
+  def relu6(self) -> Tensor:
+    """min(max(self, 0), 6)."""
+    return self.relu() - (self - 6).relu()
+  def sigmoid(self) -> Tensor:
+    """1 / (1 + exp(-self))."""
+    return F.Sigmoid.apply(self._float())
+  def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+    """max(0, min(1, alpha * self + beta))."""
+    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
+    """self where positive, neg_slope * self elsewhere."""
+    return (self < 0).where(neg_slope * self, self)
+  def elu(self, alpha: float = 1.0) -> Tensor:
+    """self where positive, alpha * (exp(self) - 1) elsewhere."""
+    return (self > 0).where(self, alpha * (self.minimum(0).exp() - 1))
+  def celu(self, alpha: float = 1.0) -> Tensor:
+    """max(0, self) + min(0, alpha * (exp(self / alpha) - 1))."""
+    return self.maximum(0) + (alpha * ((self / alpha).minimum(0).exp() - 1)).minimum(0)
+  def selu(self, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor:
+    """gamma * elu(self, alpha) with the self-normalizing constants."""
+    return gamma * self.elu(alpha)
+  def gelu(self) -> Tensor:
+    """GELU, tanh approximation (as tinygrad; torch's approximate='tanh')."""
+    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+  def quick_gelu(self) -> Tensor:
+    """self * sigmoid(1.702 * self)."""
+    return self * (self * 1.702).sigmoid()
+  def silu(self) -> Tensor:
+    """self * sigmoid(self)."""
+    return self * self.sigmoid()
+  def swish(self) -> Tensor:
+    """Same as silu."""
+    return self.silu()
+  def mish(self) -> Tensor:
+    """self * tanh(softplus(self))."""
+    return self * self.softplus().tanh()
+  def softplus(self, beta: float = 1.0) -> Tensor:
+    """log(1 + exp(beta * self)) / beta, computed without overflow."""
+    x = self._float() * beta
+    return (x.relu() + (1 + (-x.abs()).exp()).log()) * (1 / beta)
+  def softsign(self) -> Tensor:
+    """self / (1 + |self|)."""
+    return self / (1 + self.abs())
+  def hardswish(self) -> Tensor:
+    """self * relu6(self + 3) / 6."""
+    return self * (self + 3).relu6() * (1 / 6)
+  def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
+    """clip(self, min_val, max_val)."""
+    return self.clip(min_val, max_val)
+  def logsigmoid(self) -> Tensor:
+    """log(sigmoid(self)), computed without overflow."""
+    return -(-self).softplus()
 
   # *** reductions ***
   def _reduce(self, fxn: type[F.Function], axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    axes = tuple(range(self.ndim)) if axis is None else tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
-    if self.ndim == 0: axes = ()
+    axes = self._axes(axis)
     ret = fxn.apply(self, axis=axes)
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, acc_dtype: DType | None = None) -> Tensor:
+  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None,
+          acc_dtype: DType | str | None = None) -> Tensor:
     """Sum over axis (all axes when None). Small ints and bools sum in int32 (uint32 for unsigned); half floats
-    accumulate in float32 and return their own dtype."""
-    if acc_dtype is None:
+    accumulate in float32 and return their own dtype; `dtype` picks the accumulation and output dtype."""
+    dtype = dtype if dtype is not None else acc_dtype
+    if dtype is None:
       if self.dtype == dtypes.bool or (dtypes.is_int(self.dtype) and self.dtype.itemsize < 4):
-        acc_dtype = dtypes.uint32 if dtypes.is_unsigned(self.dtype) else dtypes.int32
-      elif self.dtype in (dtypes.float16, dtypes.bfloat16): acc_dtype = dtypes.float32
-      else: acc_dtype = self.dtype
-    out = self.cast(acc_dtype)._reduce(F.Sum, axis, keepdim)
-    return out.cast(self.dtype) if self.dtype in (dtypes.float16, dtypes.bfloat16) else out
-  def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor: return self._reduce(F.Max, axis, keepdim)
+        acc = dtypes.uint32 if dtypes.is_unsigned(self.dtype) else dtypes.int32
+      elif self.dtype in (dtypes.float16, dtypes.bfloat16): acc = dtypes.float32
+      else: acc = self.dtype
+    else: acc = to_dtype(dtype)
+    out = self.cast(acc)._reduce(F.Sum, axis, keepdim)
+    return out.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else out
+  def _check_nonempty(self, axis: Any, what: str) -> None:
+    for a in self._axes(axis):
+      if self.shape[a] == 0: raise ValueError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
+  def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Max over axis (all when None); NaN propagates; the gradient is shared between ties."""
+    self._check_nonempty(axis, "max")
+    return self._reduce(F.Max, axis, keepdim)
   def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    if dtypes.is_unsigned(self.dtype): return dtypes.max(self.dtype) - (dtypes.max(self.dtype) - self).max(axis, keepdim)
-    return -((-self).max(axis, keepdim)) if self.dtype != dtypes.bool else self.logical_not().max(axis, keepdim).logical_not()
+    """Min over axis (all when None); NaN propagates."""
+    self._check_nonempty(axis, "min")
+    if self.dtype == dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
+    if dtypes.is_int(self.dtype): return ~((~self).max(axis, keepdim))
+    return -((-self).max(axis, keepdim))
   def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Arithmetic mean over axis (ints give a float); NaN for an empty reduction."""
     out = self._float().sum(axis, keepdim)
-    n = prod(self.shape) // max(1, prod(out.shape)) if prod(out.shape) else prod(self.shape)
+    n = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
     return out / n if n else out * math.nan
+  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Variance over axis with Bessel's correction (correction=1) by default."""
+    x = self._float()
+    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    n = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
+    return sq / max(0, n - correction) if n - correction > 0 else sq * math.inf if n else sq * math.nan
+  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Standard deviation over axis."""
+    return self.var(axis, keepdim, correction).sqrt()
+  def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(var, mean) over axis."""
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(std, mean) over axis."""
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    """Product over axis (all when None): a tree of multiplications, exact for integers; 1 for an empty reduction."""
+    x = self.cast(to_dtype(dtype)) if dtype is not None else self
+    axes = self._axes(axis)
+    keep = [i for i in range(self.ndim) if i not in axes]
+    y = x.permute(*keep, *axes).reshape(*[self.shape[i] for i in keep], prod(self.shape[i] for i in axes)) if self.ndim else x.reshape(1)
+    n, levels = y.shape[-1], 0
+    if n == 0: y, n = y.const_like(1).reshape(*y.shape[:-1], 0).pad(((0, 0),) * (y.ndim - 1) + ((0, 1),), value=1), 1
+    while n > 1:
+      if n % 2: y, n = y.pad(((0, 0),) * (y.ndim - 1) + ((0, 1),), value=1), n + 1
+      y = y.reshape(*y.shape[:-1], n // 2, 2)
+      y = y[..., 0] * y[..., 1]
+      n, levels = n // 2, levels + 1
+      if levels % 3 == 0 and n > 1: y = y.contiguous()
+    y = y.reshape(y.shape[:-1])
+    return y.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape))) if keepdim else y
+  def _argfirst(self, mask: Tensor, axis: int, keepdim: bool) -> Tensor:
+    n = self.shape[axis]
+    rev = (n - 1) - Tensor._iota(n, self.device).reshape(n, *[1] * (self.ndim - axis - 1))
+    return ((n - 1) - mask.where(rev, -1).max(axis, keepdim)).cast(dtypes.int32)
+  def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first max along axis (of the flattened tensor when None); a NaN counts as the max. int32."""
+    if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
+    a = self._resolve_dim(axis)
+    self._check_nonempty(a, "argmax")
+    x = self.detach()
+    m = x.max(a, keepdim=True)
+    mask = (x == m) | (x != x) if dtypes.is_float(x.dtype) else (x == m)
+    return self._argfirst(mask, a, keepdim)
+  def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first min along axis (of the flattened tensor when None); a NaN counts as the min. int32."""
+    x = self.detach()
+    neg = x.logical_not() if x.dtype == dtypes.bool else ~x if dtypes.is_int(x.dtype) else -x
+    return neg.argmax(axis, keepdim)
+  def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """True where any element along axis is nonzero."""
+    return self.bool().max(axis, keepdim) if all(self.shape[a] for a in self._axes(axis)) else \
+      Tensor.full(tuple(1 if i in self._axes(axis) else s for i, s in enumerate(self.shape)) if keepdim else
+                  tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)), False, device=self.device)
+  def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """True where every element along axis is nonzero."""
+    return self.logical_not().any(axis, keepdim).logical_not()
+  def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(self))) over axis, computed stably."""
+    x = self._float()
+    m = x.detach().max(axis, keepdim=True)
+    m = m.isinf().where(0, m)
+    out = (x - m).exp().sum(axis, keepdim=True).log() + m
+    return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
+  def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """exp(self) / sum(exp(self)) along axis, computed stably."""
+    x = self.cast(to_dtype(dtype)) if dtype is not None else self._float()
+    e = (x - x.detach().max(axis, keepdim=True)).exp()
+    return e / e.sum(axis, keepdim=True)
+  def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """self - logsumexp(self) along axis."""
+    x = self.cast(to_dtype(dtype)) if dtype is not None else self._float()
+    m = x - x.detach().max(axis, keepdim=True)
+    return m - m.exp().sum(axis, keepdim=True).log()
 
-  # *** linear algebra, convolution, pooling ***
-  def dot(self, w: Tensor) -> Tensor:
-    """Matrix product with broadcasting over leading dims: (..., n, k) @ (..., k, m)."""
+  # *** cumulative ops and sorting ***
+  def _to_last(self, axis: int) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+    a = self._resolve_dim(axis)
+    if self.ndim == 0: return self.reshape(1), lambda t: t.reshape(())
+    if a == self.ndim - 1: return self, lambda t: t
+    return self.transpose(a, -1), lambda t: t.transpose(a, -1)
+  @staticmethod
+  def _cumsum_last(x: Tensor) -> Tensor:
+    n = x.shape[-1]
+    if n <= 1: return x
+    if n <= 512:
+      # out[i] = sum over j <= i: a triangular mask and one reduce
+      tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+      return tri.where(x.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)
+    # long axes: scan blocks of 256, then add the scanned block totals
+    b, m = 256, ceildiv(n, 256)
+    lead = x.shape[:-1]
+    xb = x.pad(((0, 0),) * len(lead) + ((0, m * b - n),)).reshape(*lead, m, b)
+    inner = Tensor._cumsum_last(xb)
+    tot = Tensor._cumsum_last(inner[..., -1])
+    offs = tot.pad(((0, 0),) * len(lead) + ((1, 0),)).shrink(tuple([None] * len(lead)) + ((0, m),))
+    return (inner + offs.unsqueeze(-1)).reshape(*lead, m * b).shrink(tuple([None] * len(lead)) + ((0, n),))
+  def cumsum(self, axis: int = 0) -> Tensor:
+    """Running sum along axis (dtype as sum)."""
+    x, back = self._to_last(axis)
+    acc = x.sum(-1, keepdim=True).dtype if x.shape[-1] else x.dtype
+    return back(Tensor._cumsum_last(x.cast(acc)).cast(acc if self.dtype not in (dtypes.float16, dtypes.bfloat16) else self.dtype))
+  @staticmethod
+  def _scan_last(x: Tensor, fn: Callable[[Tensor, Tensor], Tensor], identity: Any) -> Tensor:
+    """Hillis-Steele inclusive scan: log2(n) steps of fn(x, x shifted), a kernel every three steps."""
+    n, s, steps = x.shape[-1], 1, 0
+    pads = ((0, 0),) * (x.ndim - 1)
+    while s < n:
+      x = fn(x, x.pad(pads + ((s, 0),), value=identity).shrink(tuple([None] * (x.ndim - 1)) + ((0, n),)))
+      s, steps = s * 2, steps + 1
+      if steps % 3 == 0 and s < n: x = x.contiguous()
+    return x
+  def cumprod(self, axis: int = 0) -> Tensor:
+    """Running product along axis."""
+    x, back = self._to_last(axis)
+    return back(Tensor._scan_last(x, lambda a, b: a * b, 1))
+  def cummax(self, axis: int = 0) -> Tensor:
+    """Running max along axis (values only, as tinygrad)."""
+    x, back = self._to_last(axis)
+    return back(Tensor._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype)))
+  def cummin(self, axis: int = 0) -> Tensor:
+    """Running min along axis (values only)."""
+    x, back = self._to_last(axis)
+    return back(Tensor._scan_last(x, lambda a, b: a.minimum(b), dtypes.max(x.dtype)))
+  def logcumsumexp(self, axis: int = 0) -> Tensor:
+    """log(cumsum(exp(self))) along axis, computed stably (O(n^2) work along the axis)."""
+    x, back = self._to_last(axis)
+    x = x._float()
+    n = x.shape[-1]
+    if n == 0: return back(x)
+    c = x.detach().cummax(-1)
+    c = c.isinf().where(0, c)
+    tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+    z = tri.where(x.unsqueeze(-2) - c.unsqueeze(-1), -math.inf)
+    return back(z.exp().sum(-1).log() + c)
+  def sort(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+    """(values, indices) sorted along dim; NaN sorts as the largest, ties keep their order. O(n^2) work along dim."""
+    x, back = self._to_last(dim)
+    n = x.shape[-1]
+    if n == 0: return back(x), back(x.cast(dtypes.int32))
+    xd = x.detach()
+    xi, xj = xd.unsqueeze(-1), xd.unsqueeze(-2)  # element i (rows) vs element j (columns)
+    before = (xj > xi) if descending else (xj < xi)
+    tie = xj == xi
+    if dtypes.is_float(x.dtype):
+      ni, nj = xi != xi, xj != xj
+      before = (before | (nj & ni.logical_not())) if descending else (before | (ni & nj.logical_not()))
+      tie = tie | (ni & nj)
+    io = Tensor._iota(n, x.device)
+    earlier = io.reshape(1, n) < io.reshape(n, 1)
+    rank = (before | (tie & earlier)).sum(-1, dtype=dtypes.int32)  # (..., n) position of element i
+    onehot = rank.unsqueeze(-1) == io.reshape(1, n)  # (..., i, r)
+    values = Tensor._select_sum(onehot, x.unsqueeze(-1), axis=-2)
+    indices = Tensor._select_sum(onehot, io.reshape(n, 1).expand(*x.shape, 1), axis=-2)
+    return back(values), back(indices)
+  def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+    """The indices that sort along dim (int32)."""
+    return self.sort(dim, descending)[1]
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the k largest (smallest with largest=False) along dim, always sorted."""
+    d = self._resolve_dim(dim)
+    if not isinstance(k, int) or not 0 <= k <= (self.shape[d] if self.ndim else 1):
+      raise ValueError(f"topk k={k} is out of range for dim {d} of {self.shape}")
+    v, i = self.sort(d, descending=largest)
+    sl = tuple((0, k) if j == d else None for j in range(self.ndim))
+    return (v.shrink(sl), i.shrink(sl)) if self.ndim else (v, i)
+
+  # *** linear algebra ***
+  def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims."""
     if not isinstance(w, Tensor): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
     if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ValueError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
-    x = self.reshape(*self.shape[:-1], *[1] * min(self.ndim - 1, w.ndim - 1, 1), self.shape[-1])
-    w = w.reshape(*w.shape[:-2], *[1] * min(self.ndim - 1, w.ndim - 1, 1), *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
-    return (x * w).sum(-1, acc_dtype=None)
-  def matmul(self, x: Tensor, reverse: bool = False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
-  def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    x = self.mul(weight) if weight.ndim == 1 else self.dot(weight)
+    try: np.broadcast_shapes(self.shape[:-2], w.shape[:-2])
+    except ValueError: raise ValueError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
+    n1 = min(self.ndim - 1, w.ndim - 1, 1)
+    x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
+    w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
+    out_dt = least_upper_dtype(x.dtype, w.dtype)
+    return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
+  def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
+    """self @ x (x @ self with reverse)."""
+    if not isinstance(x, Tensor): x = Tensor(x, device=self.device)
+    return x.dot(self, dtype=dtype) if reverse else self.dot(x, dtype=dtype)
+  def linear(self, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
+    """self @ weight + bias, weight shaped (in, out) (a 1-D weight multiplies elementwise)."""
+    x = self.mul(weight) if weight.ndim == 1 else self.dot(weight, dtype=dtype)
     return x.add(bias) if bias is not None else x
+  @staticmethod
+  def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | str | None = None) -> Tensor:
+    """Einstein summation, as numpy/torch: "ij,jk->ik", implicit output, "..." broadcasting, repeated indices (diagonals)."""
+    ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    f = formula.replace(" ", "")
+    lhs, rhs = (f.split("->") + [None])[:2] if "->" in f else (f, None)
+    ins = lhs.split(",")
+    if len(ins) != len(ops): raise ValueError(f"einsum {formula!r} names {len(ins)} operands, got {len(ops)}")
+    # expand "..." into fresh letters
+    ell_n = max([t.ndim - len(s.replace("...", "")) for s, t in zip(ins, ops) if "..." in s] + [0])
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in f][:ell_n]
+    def expand(s: str, nd: int) -> str:
+      if "..." not in s: return s
+      k = nd - len(s.replace("...", ""))
+      return s.replace("...", "".join(free[ell_n - k:]))
+    ins = [expand(s, t.ndim) for s, t in zip(ins, ops)]
+    for s, t in zip(ins, ops):
+      if not all(c.isalpha() for c in s): raise ValueError(f"einsum {formula!r}: bad subscript {s!r}")
+      if len(s) != t.ndim: raise ValueError(f"einsum {formula!r}: subscript {s!r} does not match an operand of shape {t.shape}")
+    if rhs is None:
+      counts = {c: sum(s.count(c) for s in ins) for c in set("".join(ins))}
+      rhs = "".join(free[:ell_n]) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in free))
+    else: rhs = rhs.replace("...", "".join(free[:ell_n])) if "..." in rhs else (("".join(free[:ell_n]) if ell_n and "..." in lhs else "") + rhs)
+    # operands with a repeated letter: take the diagonal
+    tensors: list[Tensor] = []
+    subs: list[str] = []
+    for s, t in zip(ins, ops):
+      while len(set(s)) != len(s):
+        c = next(ch for ch in s if s.count(ch) > 1)
+        i, j = s.index(c), s.index(c, s.index(c) + 1)
+        if t.shape[i] != t.shape[j]: raise ValueError(f"einsum {formula!r}: repeated index {c!r} has sizes {t.shape[i]} and {t.shape[j]}")
+        t = t.diagonal(0, i, j)
+        s = "".join(ch for k, ch in enumerate(s) if k not in (i, j)) + c
+      tensors.append(t)
+      subs.append(s)
+    letters = sorted(set("".join(subs)))
+    sizes: dict[str, int] = {}
+    for s, t in zip(subs, tensors):
+      for c, n in zip(s, t.shape):
+        if sizes.get(c, n) != n and n != 1 and sizes[c] != 1: raise ValueError(f"einsum {formula!r}: index {c!r} has sizes {sizes[c]} and {n}")
+        sizes[c] = max(sizes.get(c, n), n)
+    for c in rhs:
+      if c not in sizes: raise ValueError(f"einsum {formula!r}: output index {c!r} is not in the inputs")
+    aligned = []
+    for s, t in zip(subs, tensors):
+      order = sorted(range(len(s)), key=lambda k: letters.index(s[k]))
+      t = t.permute(order) if order else t
+      ss = "".join(s[k] for k in order)
+      aligned.append(t.reshape(*[t.shape[ss.index(c)] if c in ss else 1 for c in letters]) if letters else t)
+    out = aligned[0]
+    for t in aligned[1:]: out = out * t
+    out = out.expand(*[sizes[c] for c in letters]) if letters else out
+    red = [k for k, c in enumerate(letters) if c not in rhs]
+    if red: out = out.sum(red, dtype=dtype)
+    kept = [c for c in letters if c in rhs]
+    return out.permute([kept.index(c) for c in rhs]) if rhs else out
 
+  # *** convolution and pooling ***
   def _windows(self, kernel: tuple[int, ...], stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1) -> Tensor:
     """Sliding windows over the last len(kernel) dims: (..., *spatial) -> (..., *out, *kernel), all views.
 
@@ -540,6 +1792,7 @@ class Tensor:
     element there is x[a*s + b*d], exactly the window element (see docs/design.md)."""
     k_ = kernel
     s_, d_ = make_tuple(stride, len(k_)), make_tuple(dilation, len(k_))
+    if any(s <= 0 for s in s_) or any(d <= 0 for d in d_): raise ValueError(f"stride {stride} and dilation {dilation} must be positive")
     nlead = self.ndim - len(k_)
     x = self
     for j, (k, s, d) in enumerate(zip(k_, s_, d_)):
@@ -561,14 +1814,16 @@ class Tensor:
       order = list(range(nd - 2))
       order.insert(ax, nd - 2)
       x = x.permute(*order, nd - 1)
-    # now: (..., o_0.., o_n, k_0?...) - the k's are interleaved at the end in the order the dims were processed
     return x
 
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
-             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel)."""
-    (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
+             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, dtype: DType | str | None = None) -> Tensor:
+    """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel).
+    padding: an int, one per spatial dim, or (left, right, top, bottom, ...) for asymmetric padding."""
+    if self.ndim < 3: raise ValueError(f"conv input needs (batch, channels, *spatial) dims, got {self.shape}")
     if self.ndim != weight.ndim: raise ValueError(f"conv input {self.shape} and weight {weight.shape} need the same number of dims")
+    (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
+    if not isinstance(groups, int) or groups < 1: raise ValueError(f"conv groups must be a positive int, got {groups!r}")
     if groups * cin != cin_: raise ValueError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
     if cout % groups: raise ValueError(f"conv output channels {cout} are not divisible by groups={groups}")
     if bias is not None and bias.shape != (cout,): raise ValueError(f"conv bias must have shape ({cout},), got {bias.shape}")
@@ -579,19 +1834,273 @@ class Tensor:
     x = x.reshape(bs, groups, cin, 1, *oyx, *hw).expand(bs, groups, cin, rcout, *oyx, *hw)
     x = x.permute(0, 1, 3, *[4 + i for i in range(len(oyx))], 2, *[4 + len(oyx) + i for i in range(len(hw))])
     w = weight.reshape(1, groups, rcout, *[1] * len(oyx), cin, *hw)
-    ret = (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True).reshape(bs, cout, *oyx)
+    ret = (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
     return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
+  def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
+                       dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0) -> Tensor:
+    """Transposed convolution (as torch.conv_transpose2d): weight (cin, cout/groups, *kernel)."""
+    if self.ndim < 3 or self.ndim != weight.ndim:
+      raise ValueError(f"conv_transpose input {self.shape} and weight {weight.shape} need matching (batch, channels, *spatial) dims")
+    hw = weight.shape[2:]
+    cin, rcout = weight.shape[:2]
+    if self.shape[1] != cin: raise ValueError(f"conv_transpose input has {self.shape[1]} channels, weight {weight.shape} expects {cin}")
+    if cin % groups: raise ValueError(f"conv_transpose input channels {cin} are not divisible by groups={groups}")
+    nd = len(hw)
+    s_, d_, op_ = make_tuple(stride, nd), make_tuple(dilation, nd), make_tuple(output_padding, nd)
+    pads = _pad_arg(padding, nd)
+    for o, s, d in zip(op_, s_, d_):
+      if o >= max(s, d): raise ValueError(f"output_padding {output_padding} must be smaller than stride {stride} or dilation {dilation}")
+    # weight (groups, cin/g, cout/g, *k) -> (groups * cout/g, cin/g, *k), flipped spatially
+    w = weight.reshape(groups, cin // groups, rcout, *hw).permute(0, 2, 1, *range(3, 3 + nd)).flip(*range(3, 3 + nd))
+    w = w.reshape(groups * rcout, cin // groups, *hw)
+    x = self
+    # spread the input: stride-1 zeros between elements
+    for j, s in enumerate(s_):
+      if s == 1: continue
+      ax = 2 + j
+      n = x.shape[ax]
+      x = x.unsqueeze(ax + 1).pad(tuple((0, s - 1) if i == ax + 1 else (0, 0) for i in range(x.ndim + 1)))
+      x = x.reshape(*x.shape[:ax], n * s, *x.shape[ax + 2:]).shrink(tuple((0, n * s - (s - 1)) if i == ax else None for i in range(x.ndim - 1)))
+    full = []
+    for (pb, pa), k, d, o in zip(pads, hw, d_, op_):
+      full += [d * (k - 1) - pb, d * (k - 1) - pa + o]
+    flat: list[int] = []
+    for i in reversed(range(nd)): flat += [full[2 * i], full[2 * i + 1]]
+    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=flat)
+  def _pool_setup(self, kernel_size: Any, stride: Any, dilation: Any, padding: Any, ceil_mode: bool) -> tuple:
+    k = make_tuple(kernel_size, 2)
+    if self.ndim < len(k): raise ValueError(f"pool kernel {k} needs at least {len(k)} dims, got shape {self.shape}")
+    s = make_tuple(stride if stride is not None else k, len(k))
+    d = make_tuple(dilation, len(k))
+    pads = _pad_arg(padding, len(k))
+    extra = []
+    for i, (kk, ss, dd, (pb, pa)) in enumerate(zip(k, s, d, pads)):
+      n = self.shape[self.ndim - len(k) + i] + pb + pa
+      eff = dd * (kk - 1) + 1
+      if eff > n: raise ValueError(f"pool kernel {kk} with dilation {dd} does not fit in a padded input of {n}")
+      if ceil_mode:
+        o = ceildiv(n - eff, ss) + 1
+        # the last window must start inside the input or the left padding (as torch)
+        if (o - 1) * ss >= self.shape[self.ndim - len(k) + i] + pb: o -= 1
+        extra.append(max(0, (o - 1) * ss + eff - n))
+      else: extra.append(0)
+    return k, s, d, pads, extra
+  def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling over the last len(kernel_size) dims (padding counts as -inf). With return_indices, also the flat
+    spatial index of each max (as torch, for max_unpool2d)."""
+    k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
+    lead = self.ndim - len(k)
+    full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
+    x = self.pad(full, value=-math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)) if any(p != (0, 0) for p in full) else self
+    w = x._windows(k, s, d)
+    axes = tuple(range(-len(k), 0))
+    out = w.max(axis=axes)
+    if not return_indices: return out
+    sp = self.shape[lead:]
+    idx = Tensor._iota(prod(sp), self.device).reshape(sp)
+    idx = idx.pad(full[lead:], value=-1) if any(p != (0, 0) for p in full) else idx
+    iw = idx._windows(k, s, d)
+    wd = w.detach()
+    od = out.detach().reshape(*out.shape, *[1] * len(k))
+    hit = (wd == od) | (wd != wd) if dtypes.is_float(self.dtype) else wd == od
+    # the first hit in window order: flatten the window dims, take the first true
+    nw = prod(k)
+    hitf = hit.reshape(*hit.shape[:-len(k)], nw)
+    first = Tensor._argfirst_static(hitf)
+    onehot = first.unsqueeze(-1) == Tensor._iota(nw, self.device)
+    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int64)
+    return out, ind
+  @staticmethod
+  def _argfirst_static(mask: Tensor) -> Tensor:
+    n = mask.shape[-1]
+    rev = (n - 1) - Tensor._iota(n, mask.device)
+    return ((n - 1) - mask.where(rev, -1).max(-1)).cast(dtypes.int32)
+  def max_unpool2d(self, indices: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
+                   dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros elsewhere."""
+    k = make_tuple(kernel_size, 2)
+    s = make_tuple(stride if stride is not None else k, len(k))
+    d = make_tuple(dilation, len(k))
+    pads = _pad_arg(padding, len(k))
+    if indices.shape != self.shape: raise ValueError(f"max_unpool2d indices shape {indices.shape} must match the input {self.shape}")
+    lead = self.ndim - len(k)
+    insp = self.shape[lead:]
+    if output_size is None: osp = tuple((i - 1) * ss - pb - pa + dd * (kk - 1) + 1 for i, ss, (pb, pa), dd, kk in zip(insp, s, pads, d, k))
+    else: osp = tuple(output_size)[-len(k):]
+    n_out = prod(osp)
+    xf = self.reshape(*self.shape[:lead], prod(insp), 1)
+    idx = indices.reshape(*self.shape[:lead], prod(insp), 1)
+    Tensor._check_index_range(idx, n_out, "max_unpool2d")
+    onehot = idx == Tensor._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
+    return onehot.where(xf, 0).sum(-2, dtype=self.dtype).reshape(*self.shape[:lead], *osp)
+  def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Average pooling over the last len(kernel_size) dims. count_include_pad counts zero padding in the divisor;
+    the extra padding of ceil_mode never counts (as torch)."""
+    k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
+    lead = self.ndim - len(k)
+    full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
+    x = self._float()
+    xs = x.pad(full)._windows(k, s, d).sum(axis=tuple(range(-len(k), 0)))
+    if count_include_pad and not any(extra): return xs / prod(k)
+    sp = self.shape[lead:]
+    ones = Tensor.ones(*sp, device=self.device)
+    if count_include_pad:
+      ones = ones.pad(pads)
+      ones = ones.pad(tuple((0, e) for e in extra))
+    else: ones = ones.pad(tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra)))
+    cnt = ones._windows(k, s, d).sum(axis=tuple(range(-len(k), 0)))
+    return xs / cnt
+  def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
+    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact"."""
+    if mode not in ("linear", "nearest", "nearest-exact"):
+      raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+    if align_corners and mode != "linear": raise ValueError("align_corners only applies to mode 'linear'")
+    size = tuple(size)
+    if len(size) > self.ndim: raise ValueError(f"interpolate size {size} has more dims than the input {self.shape}")
+    x = self._float()
+    for j, out_n in enumerate(size):
+      ax = self.ndim - len(size) + j
+      in_n = x.shape[ax]
+      w = np.zeros((in_n, out_n), np.float64)
+      dst = np.arange(out_n, dtype=np.float64)
+      if mode == "linear":
+        if align_corners: src = dst * ((in_n - 1) / (out_n - 1)) if out_n > 1 else dst * 0
+        else: src = np.maximum((dst + 0.5) * (in_n / out_n) - 0.5, 0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), in_n - 1)
+        i1 = np.minimum(i0 + 1, in_n - 1)
+        l1 = src - i0
+        np.add.at(w, (i0, np.arange(out_n)), 1 - l1)
+        np.add.at(w, (i1, np.arange(out_n)), l1)
+      else:
+        off = 0.5 if mode == "nearest-exact" else 0.0
+        src = np.minimum(np.floor((dst + off) * (in_n / out_n)).astype(np.int64), in_n - 1)
+        w[src, np.arange(out_n)] = 1
+      wt = Tensor(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
+      x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
+    return x
 
-  def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
-                 dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    k = make_tuple(kernel_size, 2)
-    x = self.pad(((0, 0),) * (self.ndim - 2) + _pad_arg(padding, 2), value=-math.inf) if padding else self
-    return x._windows(k, stride if stride is not None else k, dilation).max(axis=tuple(range(-len(k), 0)))
-  def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
-                 dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    k = make_tuple(kernel_size, 2)
-    x = self.pad(((0, 0),) * (self.ndim - 2) + _pad_arg(padding, 2)) if padding else self
-    return x._windows(k, stride if stride is not None else k, dilation).mean(axis=tuple(range(-len(k), 0)))
+  # *** normalization, losses, attention ***
+  def layernorm(self, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
+    """(self - mean) / sqrt(var + eps) over axis (biased variance), without affine parameters."""
+    y = self - self.mean(axis, keepdim=True)
+    return y.mul((y * y).mean(axis, keepdim=True).add(eps).rsqrt())
+  def batchnorm(self, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis: int | Sequence[int] = 1) -> Tensor:
+    """(self - mean) * invstd * weight + bias, the parameters shaped like self's `axis` dims."""
+    axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    def fit(t: Tensor, name: str) -> Tensor:
+      if t.numel() != prod(self.shape[a] for a in axes):
+        raise ValueError(f"batchnorm {name} of shape {t.shape} does not fit dims {axes} of {self.shape}")
+      return t.reshape(shape)
+    x = self - fit(mean, "mean")
+    if weight is not None: x = x * fit(weight, "weight")
+    ret = x.mul(fit(invstd, "invstd") if invstd.ndim == len(axes) or invstd.numel() > 1 else invstd)
+    return (ret + fit(bias, "bias")) if bias is not None else ret
+  def _do_reduction(self, reduction: str = "mean") -> Tensor:
+    if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return self.mean() if reduction == "mean" else self.sum() if reduction == "sum" else self
+  def one_hot(self, num_classes: int = -1) -> Tensor:
+    """(..., num_classes) int32 with a 1 at each index (num_classes=-1 uses max + 1, which realizes self)."""
+    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an integer tensor, got {self.dtype}")
+    if num_classes == -1:
+      if self.numel() == 0: raise ValueError("one_hot of an empty tensor needs num_classes")
+      num_classes = int(self.max().item()) + 1
+    if num_classes <= 0: raise ValueError(f"one_hot needs num_classes > 0, got {num_classes}")
+    if self.numel():
+      vals = self.detach().numpy()
+      if vals.min() < 0 or vals.max() >= num_classes:
+        raise ValueError(f"one_hot: class values must be in [0, {num_classes}), got {int(vals.min())}..{int(vals.max())}")
+    return (self.unsqueeze(-1) == Tensor._iota(num_classes, self.device, self.dtype)).where(1, 0)
+  def _one_hot_unchecked(self, n: int) -> Tensor:
+    return self.unsqueeze(-1) == Tensor._iota(n, self.device, self.dtype)
+  def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+    """Cross entropy of logits self (..., classes) against integer labels Y (...); labels equal to ignore_index are
+    left out (of the mean too)."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
+    if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
+    nc = self.shape[-1]
+    if Y.numel():
+      vals = Y.detach().numpy()
+      bad = vals[(vals != ignore_index) & ((vals < 0) | (vals >= nc))]
+      if bad.size: raise ValueError(f"label {int(bad[0])} is out of range for {nc} classes")
+    log_probs = self.log_softmax()
+    mask = Y != ignore_index
+    y = Y._one_hot_unchecked(nc) & mask.unsqueeze(-1)
+    smoothing = label_smoothing * (log_probs.mean(-1) * mask)
+    unreduced = (1 - label_smoothing) * y.where(log_probs, 0).sum(-1) + smoothing
+    return -(unreduced.sum() / mask.sum() if reduction == "mean" else unreduced.sum() if reduction == "sum" else unreduced)
+  def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of logits self (N, C, ...) against class indices Y (N, ...) or probabilities Y (N, C, ...), as torch."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    if self.ndim < 1: raise ValueError("cross_entropy needs logits with a class dim")
+    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    cdim = 1 if self.ndim >= 2 else 0
+    nc = self.shape[cdim]
+    if Y.shape == self.shape and dtypes.is_float(Y.dtype): probs = Y
+    elif Y.ndim == self.ndim - 1 and Y.shape == self.shape[:cdim] + self.shape[cdim + 1:]:
+      if not dtypes.is_int(Y.dtype): raise TypeError(f"class index targets must be integers, got {Y.dtype}")
+      probs = Y.one_hot(nc).float()
+      probs = probs.permute(0, -1, *range(1, probs.ndim - 1)) if cdim == 1 else probs
+    else: raise ValueError(f"cross_entropy target of shape {Y.shape} matches neither indices nor probabilities for logits {self.shape}")
+    probs = (1 - label_smoothing) * probs + label_smoothing / nc
+    return (-(self.log_softmax(axis=cdim) * probs).sum(axis=cdim))._do_reduction(reduction)
+  def nll_loss(self, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of log-probabilities self (N, C, ...) at class indices Y (N, ...), with optional class
+    weights; a weighted mean with reduction "mean" (as torch)."""
+    if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not dtypes.is_int(Y.dtype): raise TypeError(f"nll_loss targets must be integers, got {Y.dtype}")
+    cdim = 1 if self.ndim >= 2 else 0
+    nc = self.shape[cdim]
+    if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ValueError(f"nll_loss target of shape {Y.shape} does not fit input {self.shape}")
+    if Y.numel():
+      vals = Y.detach().numpy()
+      bad = vals[((vals != ignore_index) if ignore_index is not None else np.ones_like(vals, bool)) & ((vals < 0) | (vals >= nc))]
+      if bad.size: raise ValueError(f"target {int(bad[0])} is out of range for {nc} classes")
+    oh = Y._one_hot_unchecked(nc)  # (N, ..., C)
+    if cdim == 1: oh = oh.permute(0, -1, *range(1, oh.ndim - 1))
+    picked = oh.where(self, 0).sum(cdim)
+    if weight is not None:
+      if weight.shape != (nc,): raise ValueError(f"nll_loss weight must have shape ({nc},), got {weight.shape}")
+      w = oh.where(weight.reshape(nc, *[1] * (self.ndim - cdim - 1)), 0).sum(cdim)
+    else: w = Y.ones_like(dtype=self.dtype)
+    if ignore_index is not None: w = w * (Y != ignore_index)
+    nll = -picked * w
+    return nll.sum() / w.sum() if reduction == "mean" else nll._do_reduction(reduction)
+  def binary_crossentropy(self, Y: Tensor, reduction: str = "mean") -> Tensor:
+    """Binary cross entropy of probabilities self against targets Y (the logs are clamped at -100, as torch)."""
+    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if Y.shape != self.shape: raise ValueError(f"binary_crossentropy target shape {Y.shape} does not match input {self.shape}")
+    return (-Y * self.log().maximum(-100) - (1 - Y) * (1 - self).log().maximum(-100))._do_reduction(reduction)
+  def binary_crossentropy_logits(self, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross entropy of logits self against targets Y, computed stably, with an optional weight of positives."""
+    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if Y.shape != self.shape: raise ValueError(f"binary_crossentropy_logits target shape {Y.shape} does not match input {self.shape}")
+    log_p, log_1mp = self.logsigmoid(), (-self).logsigmoid()
+    return (-((1 if pos_weight is None else pos_weight) * Y * log_p + (1 - Y) * log_1mp))._do_reduction(reduction)
+  def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False, enable_gqa: bool = False) -> Tensor:
+    """softmax(self @ key^T / sqrt(d) + mask) @ value. A bool mask keeps True positions; is_causal masks the future;
+    enable_gqa repeats key/value heads to match the query's."""
+    if self.ndim < 2 or key.ndim < 2 or value.ndim < 2: raise ValueError("attention needs (..., seq, dim) tensors")
+    if self.shape[-1] != key.shape[-1]: raise ValueError(f"query dim {self.shape[-1]} does not match key dim {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]: raise ValueError(f"key length {key.shape[-2]} does not match value length {value.shape[-2]}")
+    if is_causal and attn_mask is not None: raise ValueError("give either attn_mask or is_causal, not both")
+    if enable_gqa and self.ndim >= 3 and key.shape[-3] != self.shape[-3]:
+      if self.shape[-3] % key.shape[-3]: raise ValueError(f"query heads {self.shape[-3]} are not a multiple of key heads {key.shape[-3]}")
+      r = self.shape[-3] // key.shape[-3]
+      key, value = key.repeat_interleave(r, dim=-3), value.repeat_interleave(r, dim=-3)
+    qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
+    if is_causal: attn_mask = Tensor.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril(0)
+    if attn_mask is not None:
+      if attn_mask.dtype == dtypes.bool: attn_mask = attn_mask.where(0, -math.inf)
+      qk = qk + attn_mask
+    return qk.softmax(-1).cast(self.dtype).dropout(dropout_p) @ value
 
   # *** autograd ***
   def _deepwalk(self) -> list[Tensor]:
@@ -608,27 +2117,47 @@ class Tensor:
       stack.append((t, True))
       stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
     return order
-  def backward(self, gradient: Tensor | None = None) -> Tensor:
-    """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad."""
+  def _grads(self, gradient: Tensor | None) -> tuple[list[Tensor], dict[int, Tensor]]:
     if gradient is None:
       if self.numel() != 1: raise RuntimeError(f"backward() without a gradient needs a scalar, this tensor has shape {self.shape}")
       gradient = Tensor(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
     if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
-    self.grad = gradient
-    for t0 in reversed(self._deepwalk()):
-      if t0.grad is None: raise RuntimeError(f"tensor {t0.shape} has no gradient")
+    grads: dict[int, Tensor] = {id(self): gradient}
+    order = self._deepwalk()
+    for t0 in reversed(order):
+      g0 = grads.get(id(t0))
+      if g0 is None: continue
       ctx = t0._ctx
       assert ctx is not None
-      grads = ctx.backward(t0.grad.lazydata)
-      grads = [Tensor(g, device=self.device, requires_grad=False) if g is not None else None
-               for g in ([grads] if len(ctx.parents) == 1 else grads)]
-      for t, g in zip(ctx.parents, grads):
+      gs = ctx.backward(g0.lazydata)
+      gs = [Tensor(g, requires_grad=False) if g is not None else None for g in ([gs] if len(ctx.parents) == 1 else gs)]
+      for t, g in zip(ctx.parents, gs):
         if g is not None and t.requires_grad:
           if g.shape != t.shape: raise RuntimeError(f"gradient shape {g.shape} does not match {t.shape}")
-          t.grad = g if t.grad is None else (t.grad + g)
-      del t0._ctx
+          grads[id(t)] = g if id(t) not in grads else grads[id(t)] + g
+    return order, grads
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
+    """The gradients of self with respect to targets (which must require grad), without touching their .grad and
+    without freeing the graph. A target self does not depend on raises, or gets zeros with materialize_grads."""
+    order, grads = self._grads(gradient)
+    out = []
+    for t in targets:
+      if id(t) in grads: out.append(grads[id(t)])
+      elif materialize_grads: out.append(t.zeros_like(requires_grad=False))
+      else: raise RuntimeError(f"tensor of shape {t.shape} is not in the graph of this tensor (does it have requires_grad=True?)")
+    return out
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulate d(self)/d(t) into t.grad for every t in the graph that requires grad, then free the graph."""
+    order, grads = self._grads(gradient)
+    if id(self) in grads and self.requires_grad: self.grad = grads[id(self)] if self.grad is None else self.grad + grads[id(self)]
+    for t0 in order:
+      for t in t0._ctx.parents if t0._ctx is not None else ():
+        if t.requires_grad and id(t) in grads and grads[id(t)] is not None:
+          t.grad = grads[id(t)] if t.grad is None else (t.grad + grads[id(t)])
+          grads[id(t)] = None  # type: ignore[assignment]
+    for t0 in order: t0._ctx = None
     return self
-  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+  def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
+    """Set requires_grad in place and return self."""
     self.requires_grad = requires_grad
     return self
-
