@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
-from tinycore.helpers import DEBUG, GRAPH
+from tinycore.helpers import DEBUG, GRAPH, prod
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
@@ -92,8 +92,9 @@ def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[B
   red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set())
   # with a reduce inside, the kernel iterates over the reduce's output shape (its reduced dims are size 1)
   iter_shape = red.shape if red is not None else out.shape
+  # a reduce reached through a broadcast (softmax's sum) cannot share the output's iteration space: it is realized first
+  if red is not None and red is not out and prod(red.shape) != prod(out.shape): raise _Refuse(red)
   st = ShapeTracker.from_shape(out.shape).reshape(iter_shape) if iter_shape != out.shape else ShapeTracker.from_shape(out.shape)
-  if red is not None and red is not out and st.size != red.size: raise _Refuse(red)
   value = kb.build(out, st, root=True)
   store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), UOp(Ops.VIEW, arg=ShapeTracker.from_shape(iter_shape)), value))
   return UOp(Ops.SINK, dtypes.void, (store,)), kb.bufs, kb.inputs

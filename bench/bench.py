@@ -1,0 +1,488 @@
+#!/usr/bin/env python3
+"""One benchmark for tinycore (CLANG) against PyTorch (CPU), numpy and tinygrad 0.14.0, in one run.
+
+    .venv/bin/python bench/bench.py            # the full run, writes bench/RESULTS.md
+    .venv/bin/python bench/bench.py --quick    # fewer repetitions and smaller training loops, for iterating
+    .venv/bin/python bench/bench.py --libs tinycore,torch --groups matmul,conv --no-write
+
+Every (library, case group) runs in a process of its own, so each group's peak RSS is its own. Inside a process
+each case is warmed up first (compiles, caches, allocator pools), then timed many times with the result realized /
+synchronized inside the timed region; the table shows medians. The script also measures what this machine can do
+at best: the bandwidth of a large copy (bytes read + written) and numpy's BLAS matmul rate.
+Ratios are `peer time / tinycore time`: above 1 means tinycore is faster."""
+from __future__ import annotations
+import argparse, datetime, gc, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time, traceback
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LIBS = ("tinycore", "torch", "numpy", "tinygrad")
+GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "overhead", "train_mlp", "train_cnn", "coldstart")
+N16M = 16 * 1024 * 1024
+
+# *** measuring ***
+
+def rss_now_mb() -> float:
+  with open("/proc/self/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def rss_peak_mb() -> float: return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+class Timer:
+  def __init__(self, quick: bool): self.quick = quick
+  def median(self, fn: Callable[[], Any], warmup: int = 2, min_reps: int = 5, max_reps: int = 40, budget_s: float = 3.0) -> float:
+    """Median seconds of one call of fn (fn must realize/synchronize its own result)."""
+    if self.quick: min_reps, max_reps, budget_s = 3, max(3, max_reps // 4), budget_s / 4
+    for _ in range(warmup): fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - start < budget_s):
+      st = time.perf_counter()
+      fn()
+      times.append(time.perf_counter() - st)
+    return statistics.median(times)
+  def median_per_call(self, fn: Callable[[], Any], calls: int = 1000, batches: int = 7, warmup: int = 50) -> float:
+    """Median over batches of the mean time of one call, for calls too short to time one by one."""
+    if self.quick: calls, batches = max(1, calls // 5), 3
+    for _ in range(warmup): fn()
+    out = []
+    for _ in range(batches):
+      st = time.perf_counter()
+      for _ in range(calls): fn()
+      out.append((time.perf_counter() - st) / calls)
+    return statistics.median(out)
+
+def result(t: float | None, metric: float | None = None, unit: str = "", note: str = "", **extra: Any) -> dict:
+  return {"t": t, "metric": metric, "unit": unit, "note": note, **extra}
+
+# *** the libraries, behind one small interface ***
+
+class Lib:
+  name = ""
+  def __init__(self, quick: bool): self.timer, self.quick = Timer(quick), quick
+  def rand(self, *shape: int) -> Any: raise NotImplementedError
+
+class TinycoreLib(Lib):
+  name = "tinycore"
+  def __init__(self, quick: bool):
+    super().__init__(quick)
+    os.environ.setdefault("DEV", "CLANG")
+    import tinycore
+    from tinycore import Tensor, Device
+    self.tc, self.Tensor, self.Device = tinycore, Tensor, Device
+    self.np = __import__("numpy")
+    self.rng = self.np.random.default_rng(0)
+  def rand(self, *shape: int) -> Any: return self.Tensor(self.rng.standard_normal(shape, dtype=self.np.float32)).realize()
+  def run(self, f: Callable[[], Any]) -> Callable[[], Any]: return lambda: f().realize()
+  def jit(self, f: Callable) -> Callable: return self.tc.TinyJit(f)
+  def sync(self) -> None: pass
+
+class TinygradLib(Lib):
+  name = "tinygrad"
+  def __init__(self, quick: bool):
+    super().__init__(quick)
+    os.environ.setdefault("DEV", "CPU")
+    import tinygrad
+    from tinygrad import Tensor, Device
+    self.tc, self.Tensor, self.Device = tinygrad, Tensor, Device
+    self.np = __import__("numpy")
+    self.rng = self.np.random.default_rng(0)
+  def rand(self, *shape: int) -> Any: return self.Tensor(self.rng.standard_normal(shape, dtype=self.np.float32)).realize()
+  def sync(self) -> None: self.Device[self.Device.DEFAULT].synchronize()
+  def run(self, f: Callable[[], Any]) -> Callable[[], Any]:
+    def g() -> Any:
+      out = f().realize()
+      self.sync()
+      return out
+    return g
+  def jit(self, f: Callable) -> Callable: return self.tc.TinyJit(f)
+
+class TorchLib(Lib):
+  name = "torch"
+  def __init__(self, quick: bool):
+    super().__init__(quick)
+    import torch
+    self.torch = torch
+    self.g = torch.Generator().manual_seed(0)
+  def rand(self, *shape: int) -> Any: return self.torch.randn(*shape, generator=self.g)
+  def run(self, f: Callable[[], Any]) -> Callable[[], Any]:
+    def g() -> Any:
+      with self.torch.no_grad(): return f()
+    return g
+
+class NumpyLib(Lib):
+  name = "numpy"
+  def __init__(self, quick: bool):
+    super().__init__(quick)
+    import numpy as np
+    self.np = np
+    self.rng = np.random.default_rng(0)
+  def rand(self, *shape: int) -> Any: return self.rng.standard_normal(shape, dtype=self.np.float32)
+  def run(self, f: Callable[[], Any]) -> Callable[[], Any]: return f
+
+def make_lib(name: str, quick: bool) -> Lib:
+  return {"tinycore": TinycoreLib, "tinygrad": TinygradLib, "torch": TorchLib, "numpy": NumpyLib}[name](quick)
+
+NA = "n/a"
+
+def _gelu_tensor(x: Any) -> Any:
+  """tanh-approximated GELU on a tinycore/tinygrad Tensor, composed where the library has no gelu."""
+  if hasattr(x, "gelu"): return x.gelu()
+  return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+
+def _softmax_tensor(x: Any) -> Any:
+  if hasattr(x, "softmax"): return x.softmax(-1)
+  e = (x - x.max(-1, keepdim=True)).exp()
+  return e / e.sum(-1, keepdim=True)
+
+# *** case groups ***
+
+def group_limits(lib: Lib) -> dict:
+  """What this machine does at best: a large copy (read+write bytes) and numpy's BLAS matmul."""
+  if lib.name != "numpy": return {}
+  np = lib.np
+  n = 64 * 1024 * 1024  # 256 MB per array
+  a, b = np.ones(n, np.float32), np.empty(n, np.float32)
+  b[:] = 0
+  t = lib.timer.median(lambda: np.copyto(b, a), warmup=1, min_reps=5, max_reps=15)
+  out = {"copy 256MB": result(t, 2 * a.nbytes / t / 1e9, "GB/s")}
+  x, y = lib.rand(2048, 2048), lib.rand(2048, 2048)
+  t = lib.timer.median(lambda: x @ y, warmup=1, min_reps=5, max_reps=20)
+  out["BLAS matmul 2048"] = result(t, 2 * 2048**3 / t / 1e9, "GFLOP/s")
+  return out
+
+def group_matmul(lib: Lib) -> dict:
+  out = {}
+  for n in (256, 1024, 2048):
+    a, b = lib.rand(n, n), lib.rand(n, n)
+    if lib.name == "tinygrad" and n == 2048 and lib.quick: out[f"matmul {n}"] = result(None, note="skipped in --quick"); continue
+    t = lib.timer.median(lib.run(lambda: a @ b), max_reps=40 if n < 2048 else 15)
+    out[f"matmul {n}"] = result(t, 2 * n**3 / t / 1e9, "GFLOP/s")
+    del a, b
+    gc.collect()
+  return out
+
+def group_elementwise(lib: Lib) -> dict:
+  a, b, c = lib.rand(N16M), lib.rand(N16M), lib.rand(N16M)
+  out = {}
+  if lib.name == "numpy":
+    np = lib.np
+    f1 = lambda: np.maximum(a * b + c, 0)  # noqa: E731
+    def f2() -> Any:
+      x = a * b + c
+      return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+  elif lib.name == "torch":
+    F = __import__("torch.nn.functional", fromlist=["gelu"])
+    f1 = lambda: (a * b + c).relu()  # noqa: E731
+    f2 = lambda: F.gelu(a * b + c, approximate="tanh")  # noqa: E731
+  else:
+    f1 = lambda: (a * b + c).relu()  # noqa: E731
+    f2 = lambda: _gelu_tensor(a * b + c)  # noqa: E731
+  t = lib.timer.median(lib.run(f1))
+  out["(a*b+c).relu() 16M"] = result(t, 4 * N16M * 4 / t / 1e9, "GB/s")
+  t = lib.timer.median(lib.run(f2), max_reps=20)
+  out["gelu(a*b+c) 16M"] = result(t, 4 * N16M * 4 / t / 1e9, "GB/s")
+  return out
+
+def group_reduce(lib: Lib) -> dict:
+  out = {}
+  a = lib.rand(N16M)
+  t = lib.timer.median(lib.run(lambda: a.sum()))
+  out["sum 16M"] = result(t, N16M * 4 / t / 1e9, "GB/s")
+  del a
+  x = lib.rand(4096, 4096)
+  if lib.name == "numpy":
+    np = lib.np
+    def sm() -> Any:
+      e = np.exp(x - x.max(-1, keepdims=True))
+      return e / e.sum(-1, keepdims=True)
+  elif lib.name == "torch": sm = lambda: x.softmax(-1)  # noqa: E731
+  else: sm = lambda: _softmax_tensor(x)  # noqa: E731
+  t = lib.timer.median(lib.run(sm), max_reps=20)
+  out["softmax 4096x4096"] = result(t, 2 * 4096 * 4096 * 4 / t / 1e9, "GB/s")
+  return out
+
+def _conv_flops(bs: int, cin: int, cout: int, oh: int, ow: int, k: int) -> int: return 2 * bs * cout * oh * ow * cin * k * k
+
+def group_conv(lib: Lib) -> dict:
+  if lib.name == "numpy": return {"conv2d seed (16,3,64,64)": result(None, note=NA), "conv2d resnet (32,64,56,56)": result(None, note=NA)}
+  out = {}
+  for name, xs, ws, pad in (("conv2d seed (16,3,64,64)", (16, 3, 64, 64), (16, 3, 3, 3), 0),
+                            ("conv2d resnet (32,64,56,56)", (32, 64, 56, 56), (64, 64, 3, 3), 1)):
+    x, w = lib.rand(*xs), lib.rand(*ws)
+    oh = xs[2] + 2 * pad - 2
+    if lib.name == "torch":
+      F = __import__("torch.nn.functional", fromlist=["conv2d"])
+      f = lambda: F.conv2d(x, w, padding=pad)  # noqa: E731
+    else: f = lambda: x.conv2d(w, padding=pad)  # noqa: E731
+    t = lib.timer.median(lib.run(f), max_reps=30)
+    out[name] = result(t, _conv_flops(xs[0], xs[1], ws[0], oh, oh, 3) / t / 1e9, "GFLOP/s")
+  return out
+
+def group_overhead(lib: Lib) -> dict:
+  out: dict[str, Any] = {}
+  if lib.name == "numpy":
+    a, b = lib.rand(4), lib.rand(4)
+    out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: a + b, calls=20000), unit="us")
+    return out
+  if lib.name == "torch":
+    torch = lib.torch
+    a, b = lib.rand(4), lib.rand(4)
+    out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: a + b, calls=20000), unit="us")
+    k = iter(range(1, 1 << 30))
+    out["tiny a+c, new const"] = result(lib.timer.median_per_call(lambda: a + next(k), calls=20000), unit="us")
+    def ten(x: Any) -> Any:
+      for i in range(10): x = x * 1.0001 + 1
+      return x
+    x = lib.rand(4)
+    out["jit replay, 10 kernels"] = result(lib.timer.median_per_call(lambda: ten(x), calls=2000) / 10, unit="us",
+                                           note="eager: per op, no jit")
+    return out
+  tiny = lib.name == "tinygrad"
+  a, b = lib.rand(4), lib.rand(4)
+  out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: (a + b).realize(), calls=200 if tiny else 5000,
+                                                             warmup=5 if tiny else 50), unit="us")
+  k = iter(range(1, 1 << 30))
+  out["tiny a+c, new const"] = result(lib.timer.median_per_call(lambda: (a + float(next(k))).realize(), calls=3 if tiny else 20,
+                                                                batches=3, warmup=1), unit="us")
+  def ten(x: Any) -> Any:
+    for i in range(10): x = (x * 1.0001 + 1).contiguous()
+    return x
+  j = lib.jit(ten)
+  x = lib.rand(4)
+  for _ in range(3): j(x)
+  nk = 10
+  out["jit replay, 10 kernels"] = result(lib.timer.median_per_call(lambda: j(x), calls=200 if tiny else 2000, warmup=5) / nk,
+                                         unit="us", note="per kernel")
+  if lib.name == "tinycore":
+    try: out["jit replay, 10 kernels"]["kernels"] = len(j.jit_cache)
+    except Exception: pass
+  return out
+
+# training: the seed's MNIST CNN and an MLP, Adam, batch 128, on a fixed synthetic batch
+
+def _train_setup(lib: Lib, kind: str) -> tuple[Callable[[], Any], Callable[[Any], float]]:
+  """A jitted (tinycore/tinygrad) or eager (torch) train step, and a function reading its loss."""
+  bs = 128
+  np = __import__("numpy")
+  rng = np.random.default_rng(0)
+  X = rng.standard_normal((bs, 1, 28, 28) if kind == "cnn" else (bs, 784), dtype=np.float32)
+  Y = rng.integers(0, 10, bs)
+  if lib.name == "torch":
+    torch = lib.torch
+    nn = torch.nn
+    torch.manual_seed(0)
+    if kind == "mlp": model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    else:
+      model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xt, yt = torch.from_numpy(X), torch.from_numpy(Y).long()
+    def step() -> Any:
+      opt.zero_grad()
+      loss = nn.functional.cross_entropy(model(xt), yt)
+      loss.backward()
+      opt.step()
+      return loss
+    return step, lambda l: float(l.item())
+  Tensor, nnm = lib.Tensor, lib.tc.nn
+  Tensor.manual_seed(0)
+  if kind == "mlp":
+    layers = [nnm.Linear(784, 512), nnm.Linear(512, 512), nnm.Linear(512, 10)]
+    def model(x: Any) -> Any: return layers[2](layers[1](layers[0](x).relu()).relu())
+  else:
+    l1, l2, l3 = nnm.Conv2d(1, 32, kernel_size=(3, 3)), nnm.Conv2d(32, 64, kernel_size=(3, 3)), nnm.Linear(1600, 10)
+    def model(x: Any) -> Any:
+      x = l1(x).relu().max_pool2d((2, 2))
+      x = l2(x).relu().max_pool2d((2, 2))
+      x = x.flatten(1)
+      return l3(x.dropout(0.5) if hasattr(x, "dropout") else x)
+  params = nnm.state.get_parameters(layers if kind == "mlp" else [l1, l2, l3])
+  opt = nnm.optim.Adam(params, lr=1e-3)
+  xt, yt = Tensor(X).realize(), Tensor(Y.astype(np.int32)).realize()
+  onehot = Tensor(np.eye(10, dtype=np.float32)[Y]).realize()
+  def loss_fn(out: Any, y: Any, oh: Any) -> Any:
+    if hasattr(out, "sparse_categorical_crossentropy"): return out.sparse_categorical_crossentropy(y)
+    m = out.max(-1, keepdim=True)
+    logp = out - m - (out - m).exp().sum(-1, keepdim=True).log()
+    return -(logp * oh).sum(-1).mean()
+  @lib.jit
+  def step(x: Any, y: Any, oh: Any) -> Any:
+    Tensor.training = True
+    opt.zero_grad()
+    loss = loss_fn(model(x), y, oh).backward()
+    opt.step()
+    return loss.realize()
+  return (lambda: step(xt, yt, onehot)), lambda l: float(l.item())
+
+def _group_train(lib: Lib, kind: str) -> dict:
+  name = f"train step {kind.upper()} bs128 Adam"
+  if lib.name == "numpy": return {name: result(None, note=NA)}
+  try:
+    step, read = _train_setup(lib, kind)
+    st = time.perf_counter()
+    read(step())
+    first = time.perf_counter() - st
+  except Exception as e:
+    return {name: result(None, note=f"not available yet ({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})")}
+  sync = getattr(lib, "sync", lambda: None)
+  def one() -> None:
+    step()
+    sync()
+  t = lib.timer.median(one, warmup=3, min_reps=10, max_reps=60)
+  # memory over a training loop: RSS after step 20 and after step 200 (and the process peak)
+  steps = 60 if lib.quick else 200
+  rss = {}
+  loss = None
+  for i in range(steps):
+    loss = step()
+    if i + 1 == 20: sync(); rss[20] = rss_now_mb()
+  sync()
+  final_loss = read(loss)
+  rss[steps] = rss_now_mb()
+  return {name: result(t, None, "ms", first_step_s=first, rss20_mb=rss[20], rss_end_mb=rss[steps], steps=steps,
+                       loss=final_loss, peak_mb=rss_peak_mb())}
+
+def group_train_mlp(lib: Lib) -> dict: return _group_train(lib, "mlp")
+def group_train_cnn(lib: Lib) -> dict: return _group_train(lib, "cnn")
+
+def group_coldstart(lib: Lib) -> dict:
+  """The first call of the MLP train step, timed (the process's compile cache dir is set by the parent)."""
+  if lib.name != "tinycore": return {}
+  try:
+    step, read = _train_setup(lib, "mlp")
+    st = time.perf_counter()
+    read(step())
+    t1 = time.perf_counter() - st
+    st = time.perf_counter()
+    read(step())
+    read(step())
+    t23 = time.perf_counter() - st
+  except Exception as e:
+    return {"mlp first step": result(None, note=f"not available yet ({type(e).__name__})")}
+  return {"mlp first step": result(t1, unit="s", then_2_3_s=t23)}
+
+# *** worker / driver ***
+
+def worker(lib_name: str, group: str, quick: bool) -> None:
+  try:
+    lib = make_lib(lib_name, quick)
+    res = globals()[f"group_{group}"](lib)
+  except ImportError as e: res = {"_error": f"{lib_name} not installed ({e})"}
+  except Exception as e:
+    traceback.print_exc(file=sys.stderr)
+    res = {"_error": f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"}
+  res["_rss_peak_mb"] = rss_peak_mb()
+  print("BENCHJSON " + json.dumps(res))
+
+def spawn(lib: str, group: str, quick: bool, env_extra: dict[str, str] | None = None, timeout: int = 1800) -> dict:
+  env = {**os.environ, **(env_extra or {})}
+  env.pop("DEBUG", None)
+  cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, group] + (["--quick"] if quick else [])
+  try: proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+  except subprocess.TimeoutExpired: return {"_error": f"timed out after {timeout}s"}
+  for line in proc.stdout.splitlines():
+    if line.startswith("BENCHJSON "): return json.loads(line[len("BENCHJSON "):])
+  return {"_error": f"worker exited {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:150] if proc.stderr.strip() else ''}"}
+
+def fmt_t(r: dict) -> str:
+  t, unit = r.get("t"), r.get("unit")
+  if t is None: return r.get("note") or NA
+  if unit == "us": return f"{t*1e6:.1f} us"
+  if unit == "s": return f"{t:.2f} s"
+  return f"{t*1e3:.2f} ms" if t < 10 else f"{t:.1f} s"
+def fmt_m(r: dict) -> str:
+  m = r.get("metric")
+  return "" if m is None else f"{m:.1f} {r['unit']}"
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter training loops")
+  ap.add_argument("--libs", default=",".join(LIBS))
+  ap.add_argument("--groups", default=",".join(GROUPS))
+  ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+  ap.add_argument("--no-write", action="store_true", help="print the table only")
+  ap.add_argument("--json", help="also dump the raw results here")
+  ap.add_argument("--worker", nargs=2, metavar=("LIB", "GROUP"), help=argparse.SUPPRESS)
+  args = ap.parse_args()
+  if args.worker: return worker(*args.worker, args.quick)
+  libs, groups = args.libs.split(","), args.groups.split(",")
+  raw: dict[str, dict[str, dict]] = {lib: {} for lib in libs}
+  rss: dict[tuple[str, str], float] = {}
+  errors: list[str] = []
+  t0 = time.perf_counter()
+  for g in groups:
+    for lib in (["numpy"] if g == "limits" else ["tinycore"] if g == "coldstart" else libs):
+      if g == "coldstart":
+        with tempfile.TemporaryDirectory() as d:
+          cold = spawn(lib, g, args.quick, {"TINYCORE_CACHE_DIR": d})
+          warm = spawn(lib, g, args.quick, {"TINYCORE_CACHE_DIR": d})
+        for tag, res in (("cold", cold), ("warm", warm)):
+          if "_error" in res: errors.append(f"{lib}/{g} ({tag}): {res['_error']}")
+          for k, v in res.items():
+            if not k.startswith("_"): raw.setdefault(lib, {})[f"{k} ({tag} compile cache)"] = v
+        continue
+      res = spawn(lib, g, args.quick)
+      print(f"  [{time.perf_counter()-t0:6.1f}s] {lib:9s} {g:12s} {'ERROR ' + res['_error'] if '_error' in res else 'ok'}", file=sys.stderr)
+      if "_error" in res: errors.append(f"{lib}/{g}: {res['_error']}")
+      rss[(lib, g)] = res.get("_rss_peak_mb", float("nan"))
+      for k, v in res.items():
+        if not k.startswith("_"):
+          v["group"] = g
+          raw.setdefault(lib, {})[k] = v
+  md = render(raw, rss, libs, groups, errors, args.quick)
+  print(md)
+  if args.json:
+    with open(args.json, "w") as f: json.dump({"raw": raw, "rss": {f"{a}/{b}": v for (a, b), v in rss.items()}}, f, indent=1)
+  if not args.no_write:
+    with open(args.out, "w") as f: f.write(md)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: list[str], quick: bool) -> str:
+  import numpy
+  lines = [f"# Benchmark results", "",
+           f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} with `bench/bench.py{' --quick' if quick else ''}` "
+           f"on {platform.machine()} ({os.cpu_count()} cores), Python {platform.python_version()}, numpy {numpy.__version__}."
+           + _versions(libs), "",
+           "Times are medians of many runs after a warm-up, with the result realized (synchronized) inside the timed "
+           "region. `x` columns are `peer time / tinycore time` (above 1: tinycore is faster). RSS is the peak of the "
+           "process that ran the case's group (one process per library and group).", ""]
+  lim = raw.get("numpy", {})
+  if "copy 256MB" in lim:
+    lines += ["## This machine", "", f"- large copy: {fmt_m(lim['copy 256MB'])} (bytes read + written)",
+              f"- numpy BLAS matmul 2048: {fmt_m(lim['BLAS matmul 2048'])}", ""]
+  peers = [l for l in libs if l != "tinycore"]
+  cases = [c for c in raw.get("tinycore", {})] or sorted({c for l in libs for c in raw.get(l, {}) if c not in ("copy 256MB", "BLAS matmul 2048")})
+  head = ["case", "tinycore", "rate"] + [x for p in peers for x in (p, f"x {p}")] + ["RSS MB (" + "/".join(libs) + ")"]
+  lines += ["## Cases", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for c in cases:
+    tc = raw.get("tinycore", {}).get(c, {})
+    row = [c, fmt_t(tc), fmt_m(tc)]
+    for p in peers:
+      pr = raw.get(p, {}).get(c)
+      if pr is None: row += ["", ""]; continue
+      row.append(fmt_t(pr) + (f" ({fmt_m(pr)})" if fmt_m(pr) else ""))
+      row.append(f"{pr['t']/tc['t']:.2f}" if pr.get("t") and tc.get("t") else "")
+    g = tc.get("group")
+    row.append("/".join(f"{rss[(l, g)]:.0f}" if (l, g) in rss and not math.isnan(rss[(l, g)]) else "-" for l in libs) if g else "")
+    lines.append("| " + " | ".join(row) + " |")
+  train = [(l, c, r) for l in libs for c, r in raw.get(l, {}).items() if c.startswith("train") and r.get("t")]
+  if train:
+    lines += ["", "## Training loops: memory", "", "| library | case | first step | RSS after 20 steps | RSS at end | steps | peak RSS | loss |",
+              "|---|---|---|---|---|---|---|---|"]
+    for l, c, r in train:
+      lines.append(f"| {l} | {c} | {r['first_step_s']:.2f} s | {r['rss20_mb']:.0f} MB | {r['rss_end_mb']:.0f} MB | {r['steps']} | "
+                   f"{r['peak_mb']:.0f} MB | {r['loss']:.3f} |")
+  if errors: lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
+  return "\n".join(lines) + "\n"
+
+def _versions(libs: list[str]) -> str:
+  out = []
+  for l, mod in (("torch", "torch"), ("tinygrad", "tinygrad")):
+    if l in libs:
+      try:
+        r = subprocess.run([sys.executable, "-c", f"import {mod}; print({mod}.__version__)"], capture_output=True, text=True, timeout=120)
+        out.append(f"{l} {r.stdout.strip() or 'missing'}")
+      except Exception: out.append(f"{l} ?")
+  return (" Peers: " + ", ".join(out) + ".") if out else ""
+
+if __name__ == "__main__": main()
