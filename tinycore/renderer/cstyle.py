@@ -148,7 +148,8 @@ class CStyleLanguage(Renderer):
         elif op in self.math_fns or op is Ops.RECIP: expr = self.render_math(op, r[src[0]], dt)
         elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
         else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
-        if uses[u] <= 1 and op is not Ops.BITCAST: r[u] = expr
+        # MAX spells its operands more than once: inlined in a chain it would grow exponentially
+        if uses[u] <= 1 and op not in (Ops.BITCAST, Ops.MAX): r[u] = expr
         else:
           r[u] = fresh("alu")
           emit(f"{self.render_dtype(dt)} {r[u]} = {expr};")
