@@ -60,10 +60,14 @@ def capability(item: pytest.Item) -> tuple[int, str, str]:
   """(layer, group, dtype) of a conformance test: the module's LAYER, the `cap` marker's group (formatted with the test's
   parameters) and the `dtype` parameter (or the marker's dtype=)."""
   layer = int(item.module.LAYER)  # type: ignore[attr-defined]
-  params = {k: _label(v) for k, v in getattr(getattr(item, "callspec", None), "params", {}).items()}
+  raw = getattr(getattr(item, "callspec", None), "params", {})
+  # a parameter may carry its own report row: `cap_group` (used for its placeholder) and `cap_dtype`
+  params = {k: str(getattr(v, "cap_group")) if hasattr(v, "cap_group") else _label(v) for k, v in raw.items()}
   m = item.get_closest_marker("cap")
   group = m.args[0].format(**params) if m is not None and m.args else item.originalname.removeprefix("test_")  # type: ignore[attr-defined]
   dtype = params.get("dtype", m.kwargs.get("dtype", "-") if m is not None else "-")
+  for v in raw.values():
+    if hasattr(v, "cap_dtype"): dtype = str(getattr(v, "cap_dtype"))
   return layer, group, dtype
 
 class State:
@@ -151,9 +155,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
   st = _state(item.config)
   if rep.failed and st.repro and call.when == "call" and "repro" in getattr(item, "funcargs", {}):
     text = item.funcargs["repro"].render()
-    if text:
-      rep.sections.append(("reproduction (--repro)", text))
-      props["repro"] = text
+    if text: props["repro"] = text
   rep.user_properties = list(rep.user_properties) + [("tinycore_conformance", props)]
 
 def _message(rep: pytest.TestReport) -> str:

@@ -79,7 +79,8 @@ class Report:
   def verdict(self) -> str:
     n, lc = self.level(), self.layer_counts()
     mode = " (compile-only: every kernel rendered and compiled, nothing run)" if self.compile_only else ""
-    if n == 0: head = f"{self.device}: not conformant: level 1 ({LAYERS[1]}) fails"
+    if n == 0 and 1 not in lc: head = f"{self.device}: no verdict: level 1 ({LAYERS[1]}) did not run (a test selection?)"
+    elif n == 0: head = f"{self.device}: not conformant: level 1 ({LAYERS[1]}) fails"
     else: head = f"{self.device}: conformant up to level {n}{mode}"
     xf = sum(1 for r in self.records if r.outcome == "xfail" and r.layer <= n)
     if xf: head += f", with {xf} expected failure{'s' if xf != 1 else ''} (xfail)"
