@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # Debian packages the project uses. Later issues append here; a name the archive lacks is skipped with a note.
-APT_PACKAGES=(clang pocl-opencl-icd ocl-icd-opencl-dev graphviz)
+APT_PACKAGES=(clang pocl-opencl-icd ocl-icd-opencl-dev graphviz
+              clang-19 lld-19 llvm-19)  # clang-19's amdgcn target for tinygrad-amd and clang++-19 for tinygrad-metal's syntax check
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
@@ -51,8 +52,11 @@ echo "[setup] upgrading pip"
 
 # one pip call for everything: a single dependency resolution, and plugins find the editable core already chosen
 targets=(-e '.[test]')
+# plugins whose toolchains come from PyPI install the exact set verified here
+declare -A EXTRAS=([tinygrad-cuda]="[verified]" [tinygrad-nv]="[verified]")
 for d in plugins/*/ conformance/; do
-  if [[ -f "$d/pyproject.toml" ]]; then targets+=(-e "${d%/}"); fi
+  d=${d%/}
+  if [[ -f "$d/pyproject.toml" ]]; then targets+=(-e "$d${EXTRAS[$(basename "$d")]:-}"); fi
 done
 echo "[setup] pip install ${targets[*]}"
 # setuptools warns about every flat-layout editable install; that warning is expected here
