@@ -10,6 +10,8 @@ It renders the linear UOp program the code generator produces:
   LOAD(dt, src=(buf, idx[, gate, alt][, barrier]))  STORE(src=(buf, idx, value[, gate]))  BARRIER(src=stores)
   (a BARRIER among a LOAD's sources only orders that load after the barrier)
   ALU ops, CAST, BITCAST, CONST
+  vectors (dtype.count > 1): VECTORIZE(src=lanes) builds one, GEP(src=(vec,), arg=i) takes lane i, a vector LOAD/STORE
+  moves count consecutive elements from buf+idx, and ALU ops on vectors work lane by lane
 """
 from __future__ import annotations
 import math
@@ -24,6 +26,8 @@ def _fmax(a: str, b: str, dt: DType) -> str:
   # NaN propagates like numpy.maximum / torch.maximum: a NaN `a` is kept, a NaN `b` wins the comparison
   return f"((({a})!=({a})||({a})>({b}))?({a}):({b}))" if dtypes.is_float(dt) else f"((({a})>({b}))?({a}):({b}))"
 
+_NARROW_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
+
 class CStyleLanguage(Renderer):
   kernel_prefix: str = ""
   buffer_prefix: str = ""
@@ -37,6 +41,8 @@ class CStyleLanguage(Renderer):
                                 dtypes.uint16: "ushort", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int64: "long",
                                 dtypes.uint64: "ulong", dtypes.float16: "half", dtypes.bfloat16: "bfloat16",
                                 dtypes.float32: "float", dtypes.float64: "double"}
+  vector_alu: frozenset[Ops] = frozenset()  # ops rendered on whole vectors; the others are computed lane by lane
+  vector_dtypes: tuple[DType, ...] = ()      # element dtypes that vectors may have
   infinity: str = "INFINITY"
   nan: str = "NAN"
   float_suffix: str = "f"
@@ -77,6 +83,11 @@ class CStyleLanguage(Renderer):
     if dt == dtypes.uint32: return f"{x}u"
     if dt == dtypes.int32 and x == dtypes.min(dtypes.int32): return "(-2147483647-1)"
     return str(int(x)) if dt == dtypes.int32 else self.render_cast(str(int(x)), dt, dtypes.int32)
+  # vectors (used where the renderer declares vector_widths > 1 and lists the ops and dtypes in vector_alu, vector_dtypes)
+  def render_vectorize(self, xs: list[str], dt: DType) -> str: return f"(({self.render_dtype(dt)}){{{','.join(xs)}}})"
+  def render_gep(self, x: str, i: int, dt: DType) -> str: return f"{x}[{i}]"
+  def render_vector_load(self, buf: str, idx: str, dt: DType) -> str: return f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
+  def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {val};"
   def render_local(self, name: str, dt: DType, size: int) -> str:
     return f"{self.smem_align}{self.smem_prefix}{self.render_dtype(dt)} {name}[{size}];"
   def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
@@ -130,16 +141,19 @@ class CStyleLanguage(Renderer):
         r[u] = r[src[0]]
       elif op is Ops.LOAD:
         src = tuple(x for x in src if x.op is not Ops.BARRIER)  # a BARRIER source only orders the load after it
-        val = f"{r[src[0]]}[{r[src[1]]}]"
+        val = self.render_vector_load(r[src[0]], r[src[1]], dt) if dt.count > 1 else f"{r[src[0]]}[{r[src[1]]}]"
         if len(src) > 2: val = f"({r[src[2]]}?{val}:{r[src[3]]})"
         r[u] = fresh("val")
         emit(f"{self.render_dtype(dt)} {r[u]} = {val};")
       elif op is Ops.STORE:
-        line = f"{r[src[0]]}[{r[src[1]]}] = {r[src[2]]};"
+        if src[2].dtype.count > 1: line = self.render_vector_store(r[src[0]], r[src[1]], r[src[2]], src[2].dtype)
+        else: line = f"{r[src[0]]}[{r[src[1]]}] = {r[src[2]]};"
         emit(f"if ({r[src[3]]}) {{ {line} }}" if len(src) > 3 else line)
       elif op is Ops.BARRIER: emit(self.barrier)
       else:
-        if op is Ops.CAST: expr = self.render_cast(r[src[0]], dt, src[0].dtype)
+        if op is Ops.VECTORIZE: expr = self.render_vectorize([r[x] for x in src], dt)
+        elif op is Ops.GEP: expr = self.render_gep(r[src[0]], u.arg, src[0].dtype)
+        elif op is Ops.CAST: expr = self.render_cast(r[src[0]], dt, src[0].dtype)
         elif op is Ops.BITCAST:
           # bitcasting needs an lvalue in C-like languages
           tmp = fresh("cast")
@@ -148,8 +162,10 @@ class CStyleLanguage(Renderer):
         elif op in self.math_fns or op is Ops.RECIP: expr = self.render_math(op, r[src[0]], dt)
         elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
         else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
+        # C promotes narrow integers to int: cast each result back so it wraps like the op set says
+        if dt in _NARROW_INTS and op not in (Ops.CAST, Ops.BITCAST): expr = self.render_cast(expr, dt, dt)
         # MAX spells its operands more than once: inlined in a chain it would grow exponentially
-        if uses[u] <= 1 and op not in (Ops.BITCAST, Ops.MAX): r[u] = expr
+        if uses[u] <= 1 and op not in (Ops.BITCAST, Ops.MAX, Ops.VECTORIZE): r[u] = expr
         else:
           r[u] = fresh("alu")
           emit(f"{self.render_dtype(dt)} {r[u]} = {expr};")

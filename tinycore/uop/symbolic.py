@@ -52,7 +52,7 @@ def canonical(x: UOp) -> UOp | None:
 
 def fold_divmod(x: UOp, d: UOp, op: Ops) -> UOp | None:
   c = d.arg
-  if c <= 0 or x.vmin < 0: return None
+  if c <= 0 or x.vmin < 0 or not x.fits(): return None
   if x.vmax < c: return x.const_like(0) if op is Ops.IDIV else x
   terms, k = linear_terms(x)
   if any(t.vmin < 0 for t in terms): return None
@@ -74,7 +74,7 @@ def fold_divmod(x: UOp, d: UOp, op: Ops) -> UOp | None:
   return None
 
 def fold_lt(x: UOp, c: UOp) -> UOp | None:
-  if not _is_int(x): return None
+  if not _is_int(x) or not x.fits(): return None
   terms, k = linear_terms(x)
   if k != 0 and terms: return build_linear(terms, 0, x) < (c.arg - k)
   if len(terms) == 1 and (coef := next(iter(terms.values()))) > 1:

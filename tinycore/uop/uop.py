@@ -92,8 +92,21 @@ class UOp(metaclass=UOpMetaClass):
   def vmax(self) -> Any: return self._min_max[1]
   @property
   def _min_max(self) -> tuple[Any, Any]:
-    if (mm := self._cache.get("mm")) is None: self._cache["mm"] = mm = _bounds(self)
+    if (mm := self._cache.get("mm")) is None:
+      mm = _bounds(self)
+      # integers wrap: a range that leaves the dtype's says nothing about the wrapped value
+      if dtypes.is_int(self.dtype) and not (dtypes.min(self.dtype) <= mm[0] and mm[1] <= dtypes.max(self.dtype)):
+        mm = (dtypes.min(self.dtype), dtypes.max(self.dtype))
+      self._cache["mm"] = mm
     return mm
+  def fits(self) -> bool:
+    """True when no ADD/MUL inside this integer expression can overflow its dtype (so order and division rules hold)."""
+    if (f := self._cache.get("fits")) is None:
+      f = True
+      if self.op in (Ops.ADD, Ops.MUL) and dtypes.is_int(self.dtype):
+        f = all(x.fits() for x in self.src) and dtypes.min(self.dtype) <= _bounds(self)[0] and _bounds(self)[1] <= dtypes.max(self.dtype)
+      self._cache["fits"] = f
+    return f
   @property
   def expr(self) -> str:
     """A Variable's name."""
