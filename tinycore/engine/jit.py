@@ -1,0 +1,171 @@
+"""TinyJit: run a function's kernels again without running the function.
+
+    @TinyJit
+    def step(x: Tensor) -> Tensor: ...
+
+Call 1 runs the function normally (it compiles its kernels and realizes any state it creates). Call 2 runs it again
+while recording every kernel it runs with the buffers it ran on (`run_schedule(..., capture=list)`). From call 3 on,
+the function is not called: the recorded kernels run again, with the buffers of the new input Tensors put where the
+inputs of call 2 were. What the function returned at call 2 is returned again, its buffers holding the new results.
+
+So a jitted function must do the same work on every call: the same kernels on the same state. Python-side effects,
+values read back with .numpy()/.item() inside it and Python numbers that change between calls are not replayed (put a
+changing number in a Tensor, or pass it as a bound Variable). Random numbers do change: the generator's counter is a
+device buffer that a captured assign kernel advances.
+
+Inputs are the Tensors (and bound Variables) among the positional and keyword arguments. An input whose shape, dtype,
+device or view differs from call 2's raises JitError naming both (the captured kernels were compiled for the old
+layout); `jit.reset()` forgets the capture so the next calls warm up and capture again. JIT=0 turns capturing off:
+the function simply runs every time."""
+from __future__ import annotations
+import functools, sys
+from typing import Any, Callable, Generic, TypeVar
+from tinycore.tensor import Tensor
+from tinycore.device import Buffer
+from tinycore.helpers import DEBUG, JIT
+from tinycore.engine import realize as _realize
+from tinycore.engine.realize import Runner, exec_runner
+from tinycore.uop.uop import UOp, BoundVariable
+
+ReturnType = TypeVar("ReturnType")
+
+class JitError(RuntimeError):
+  """A call that the captured kernels cannot serve (changed inputs), or a function that cannot be captured."""
+
+# *** capturing: while a capture runs, every run_schedule records into the innermost capture list ***
+
+_captures: list[tuple[list[tuple[Runner, list[Buffer]]], dict[UOp, int]]] = []
+_orig_run_schedule = _realize.run_schedule
+
+def _run_schedule_capturing(schedule: list, var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
+  if _captures and capture is None:
+    cap, vv = _captures[-1]
+    return _orig_run_schedule(schedule, {**vv, **(var_vals or {})}, capture=cap)
+  return _orig_run_schedule(schedule, var_vals, capture=capture)
+
+class _capturing:
+  """Route every run_schedule of the core (Tensor.realize calls it) through the capture list while active."""
+  def __init__(self, cap: list, var_vals: dict[UOp, int]): self.cap, self.var_vals = cap, var_vals
+  def __enter__(self) -> None:
+    _captures.append((self.cap, self.var_vals))
+    self.patched = [m for name, m in list(sys.modules.items())
+                    if name.startswith("tinycore") and m is not None and getattr(m, "run_schedule", None) is _orig_run_schedule]
+    for m in self.patched: m.run_schedule = _run_schedule_capturing  # type: ignore[attr-defined]
+  def __exit__(self, *exc: Any) -> None:
+    _captures.pop()
+    if not _captures:
+      for m in self.patched: m.run_schedule = _orig_run_schedule  # type: ignore[attr-defined]
+
+# *** inputs ***
+
+def _inputs(args: tuple, kwargs: dict[str, Any]) -> tuple[list[tuple[str, Tensor]], dict[UOp, int]]:
+  """The Tensors among the arguments (by a readable name) and the values of the bound Variables."""
+  named = [(f"argument {i}", a) for i, a in enumerate(args)] + [(f"keyword argument {k!r}", v) for k, v in sorted(kwargs.items())]
+  tensors = [(n, a) for n, a in named if isinstance(a, Tensor)]
+  var_vals: dict[UOp, int] = {}
+  for _, a in named:
+    if isinstance(a, BoundVariable):
+      var, val = a.unbind()
+      var_vals[var] = val
+  return tensors, var_vals
+
+def _signature(t: Tensor) -> tuple:
+  return (tuple(t.shape), t.dtype, t.device, t.lazydata.st)
+
+def _describe(sig: tuple) -> str:
+  shape, dtype, device, st = sig
+  view = "" if st.contiguous else f", view {st}"
+  return f"shape {shape}, dtype {dtype}, device {device}{view}"
+
+def _walk_tensors(x: Any) -> list[Tensor]:
+  if isinstance(x, Tensor): return [x]
+  if isinstance(x, (list, tuple)): return [t for v in x for t in _walk_tensors(v)]
+  if isinstance(x, dict): return [t for v in x.values() for t in _walk_tensors(v)]
+  return []
+
+class CapturedJit(Generic[ReturnType]):
+  """The kernels of one captured call, where the inputs go in them, and what the call returned."""
+  def __init__(self, ret: Any, kernels: list[tuple[Runner, list[Buffer]]], input_bufs: list[Buffer], names: list[str],
+               signatures: list[tuple], var_names: list[UOp]):
+    self.ret, self.kernels, self.names, self.signatures, self.var_names = ret, kernels, names, signatures, var_names
+    pos = {id(b): i for i, b in enumerate(input_bufs)}
+    # (kernel, buffer slot) -> input number, for every slot that held an input buffer
+    self.input_replace: dict[tuple[int, int], int] = {(j, i): pos[id(b)] for j, (_, bufs) in enumerate(kernels)
+                                                      for i, b in enumerate(bufs) if id(b) in pos}
+    # drop the references to call 2's input buffers: their owners may free them
+    self.kernels = [(r, [b if (j, i) not in self.input_replace else None for i, b in enumerate(bufs)]) for j, (r, bufs) in enumerate(kernels)]  # type: ignore[misc]
+
+  def __call__(self, input_bufs: list[Buffer], var_vals: dict[UOp, int]) -> ReturnType:
+    for j, (runner, bufs) in enumerate(self.kernels):
+      run_bufs = [input_bufs[self.input_replace[(j, i)]] if b is None else b for i, b in enumerate(bufs)]
+      for b in run_bufs: b.ensure_allocated()
+      exec_runner(runner, run_bufs, var_vals, jit=True)
+      if _captures: _captures[-1][0].append((runner, run_bufs))  # a jit replayed inside another's capture
+    return self.ret
+
+class TinyJit(Generic[ReturnType]):
+  """Capture the kernels fxn runs on its second call and replay them from the third on (see the module docstring)."""
+  def __init__(self, fxn: Callable[..., ReturnType] | None = None, captured: CapturedJit | None = None):
+    if fxn is None and captured is None: raise ValueError("TinyJit needs a function or a CapturedJit")
+    self.fxn, self.captured = fxn, captured
+    self.cnt: int = 2 if captured is not None else 0
+    if fxn is not None: functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
+
+  def reset(self) -> None:
+    """Forget the capture: the next call runs the function normally, the one after captures again."""
+    if self.fxn is None: raise JitError("this TinyJit was built from a CapturedJit and has no function to capture again")
+    self.cnt, self.captured = 0, None
+
+  def __get__(self, obj: Any, objtype: Any = None) -> Any:
+    return self if obj is None else functools.partial(self.__call__, obj)  # decorating a method: bind self
+
+  @property
+  def jit_cache(self) -> list[tuple[Runner, list[Buffer]]]: return self.captured.kernels if self.captured is not None else []
+
+  def __call__(self, *args: Any, **kwargs: Any) -> ReturnType:
+    tensors, var_vals = _inputs(args, kwargs)
+    if not JIT and self.fxn is not None: return self.fxn(*args, **kwargs)
+    # every input is a realized buffer before anything is recorded
+    pending = [t for _, t in tensors if not t.lazydata.is_realized()]
+    if pending: Tensor.realize(*pending)
+    input_bufs = [t.lazydata.base.buffer for _, t in tensors]
+    if len({id(b) for b in input_bufs}) != len(input_bufs):
+      dup = [n for (n, _), b in zip(tensors, input_bufs) if sum(x is b for x in input_bufs) > 1]
+      raise JitError(f"the inputs {dup} share one buffer: a jitted function needs distinct input tensors")
+
+    if self.cnt >= 2 and self.captured is not None:
+      self._check(tensors, var_vals)
+      return self.captured(input_bufs, var_vals)
+
+    assert self.fxn is not None
+    if self.cnt == 0:
+      ret = self.fxn(*args, **kwargs)
+      if (outs := _walk_tensors(ret)): Tensor.realize(*outs)
+      self.cnt = 1
+      return ret
+
+    # cnt == 1: run it again, recording every kernel
+    kernels: list[tuple[Runner, list[Buffer]]] = []
+    with _capturing(kernels, var_vals):
+      ret = self.fxn(*args, **kwargs)
+      if (outs := _walk_tensors(ret)): Tensor.realize(*outs)
+    if any(not t.lazydata.is_realized() for _, t in tensors):
+      raise JitError("an input of the jitted function was replaced by an unrealized value during the call")
+    for o in outs:
+      if any(o.lazydata.base.buffer is b for b in input_bufs): raise JitError("a jitted function may not return one of its inputs unchanged")
+    self.captured = CapturedJit(ret, kernels, input_bufs, [n for n, _ in tensors], [_signature(t) for _, t in tensors], sorted(var_vals, key=repr))
+    if DEBUG >= 1: print(f"JIT captured {len(kernels)} kernels with {len(input_bufs)} inputs")
+    self.cnt = 2
+    return ret
+
+  def _check(self, tensors: list[tuple[str, Tensor]], var_vals: dict[UOp, int]) -> None:
+    cap = self.captured
+    assert cap is not None
+    names = [n for n, _ in tensors]
+    if names != cap.names: raise JitError(f"jitted function called with tensor inputs {names}, but it was captured with {cap.names}")
+    for (name, t), old in zip(tensors, cap.signatures):
+      if (new := _signature(t)) != old:
+        raise JitError(f"jitted function input changed: {name} was {_describe(old)} when captured, now {_describe(new)}; "
+                       "the captured kernels only fit the old one (call .reset() to capture again)")
+    if sorted(var_vals, key=repr) != cap.var_names:
+      raise JitError(f"jitted function called with Variables {sorted(var_vals, key=repr)}, but it was captured with {cap.var_names}")

@@ -1,0 +1,165 @@
+"""Optimizers. A step writes every parameter (and every piece of optimizer state) in place with `assign`, and realizes
+them all in one schedule, so a TinyJit-captured train step replays the update kernels on the same buffers.
+
+The learning rate is a one-element Tensor (`opt.lr`): assign a new value to it (see `set_lr` and the schedules below)
+and a captured step picks it up; a Python float would be baked into the kernels."""
+from __future__ import annotations
+import math
+from typing import Callable
+from tinycore.tensor import Tensor
+from tinycore.dtype import dtypes, least_upper_dtype
+from tinycore.helpers import dedup
+
+def _realize_inplace(ts: list[Tensor]) -> None:
+  """Make each tensor a realized contiguous buffer of its own, so later assigns write into it in place."""
+  todo = []
+  for t in ts:
+    lb = t.lazydata
+    if not (lb.is_realized() and lb._base is None and lb.st.contiguous):
+      t.lazydata = lb.contiguous()
+      todo.append(t)
+  if todo: Tensor.realize(*todo)
+
+class Optimizer:
+  """Holds the parameters (tensors with requires_grad; None is turned into True) and the buffers (the others, realized
+  along with each step, like BatchNorm's running statistics)."""
+  def __init__(self, params: list[Tensor], lr: float):
+    for x in params:
+      if x.requires_grad is None: x.requires_grad_(True)
+    self.params: list[Tensor] = dedup([x for x in params if x.requires_grad])
+    if not self.params: raise ValueError("optimizer got no parameters that require grad")
+    self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
+    self.device = self.params[0].device
+    # lr lives on the device, in at least float32, so that changing it needs no recompile
+    self.lr = Tensor([lr], device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32), requires_grad=False)
+    _realize_inplace(self.params + self.buffers + [self.lr])
+
+  def zero_grad(self) -> None:
+    for p in self.params: p.grad = None
+
+  def step(self) -> None:
+    """Apply one update to every parameter that has a gradient, in place, and realize it."""
+    ts = self.schedule_step()
+    if ts: Tensor.realize(*ts)
+
+  def schedule_step(self) -> list[Tensor]:
+    """The update as lazy assigns, not yet run: the tensors to realize (parameters, optimizer state, buffers)."""
+    if not Tensor.training:
+      raise RuntimeError(f"Tensor.training is {Tensor.training}: set Tensor.training = True (or use Tensor.train()) to step an optimizer")
+    with_grad = [p for p in self.params if p.grad is not None]
+    if not with_grad: raise RuntimeError("no parameter has a gradient: call backward() before step()")
+    updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
+    for p, u in zip(with_grad, updates): p.assign(p.detach() - u)
+    return with_grad + state + self.buffers
+
+  def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    """Per parameter the amount to subtract, and the state tensors that were assigned."""
+    raise NotImplementedError
+
+  def _state_for(self, params: list[Tensor], store: list[Tensor]) -> list[Tensor]:
+    idx = {id(p): i for i, p in enumerate(self.params)}
+    return [store[idx[id(p)]] for p in params]
+
+class OptimizerGroup(Optimizer):
+  """Several optimizers (say, different learning rates for different parameters) stepped as one."""
+  def __init__(self, *optimizers: Optimizer):
+    self.optimizers = optimizers
+    self.params = dedup([p for o in optimizers for p in o.params])
+    self.buffers = dedup([b for o in optimizers for b in o.buffers])
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  def zero_grad(self) -> None:
+    for o in self.optimizers: o.zero_grad()
+  def schedule_step(self) -> list[Tensor]: return dedup([t for o in self.optimizers for t in o.schedule_step()])
+
+class LARS(Optimizer):
+  """Layer-wise adaptive rate scaling (You et al. 2017): SGD with momentum whose step per tensor is scaled by the trust
+  ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`)."""
+  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, nesterov: bool = False,
+               classic: bool = True, pre_wd: bool = True, tcoef: float = 0.001):
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
+    self.b = [Tensor.zeros(*t.shape, dtype=t.dtype, device=t.device, requires_grad=False) for t in self.params] if momentum else []
+    _realize_inplace(self.b)
+
+  def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    out, bs = [], self._state_for(params, self.b) if self.momentum else []
+    for i, (t, g) in enumerate(zip(params, grads)):
+      g = g.cast(t.dtype) if g.dtype != t.dtype else g
+      r: Tensor | float = 1.0
+      if self.tcoef != 0:
+        r1, r2 = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
+        r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
+      if self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
+      if self.classic: g = g * r * self.lr  # classic momentum accumulates the lr-scaled step
+      if self.momentum:
+        bs[i].assign(self.momentum * bs[i] + g)  # zero on the first step, so no special case
+        g = (g + self.momentum * bs[i]) if self.nesterov else bs[i]
+      if not self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
+      if not self.classic: g = g * r * self.lr
+      out.append(g.cast(t.dtype))
+    return out, bs
+
+def SGD(params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+        classic: bool = False) -> LARS:
+  """Stochastic gradient descent, as torch.optim.SGD (dampening 0): buf = momentum*buf + g (+ wd*w); w -= lr * buf
+  (or lr * (g + momentum*buf) with nesterov)."""
+  return LARS(params, lr, momentum, weight_decay, nesterov, classic=classic, pre_wd=True, tcoef=0.0)
+
+class LAMB(Optimizer):
+  """LAMB (You et al. 2019): Adam's bias-corrected step plus weight decay, scaled per tensor by |w| / |step|.
+  With adam=True the scaling is off: that is Adam (weight_decay=0) or AdamW (decoupled weight decay)."""
+  def __init__(self, params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, weight_decay: float = 0.0,
+               adam: bool = False):
+    super().__init__(params, lr)
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    # b1^t and b2^t, kept on the device so a replayed step advances them
+    self.b1_t, self.b2_t = (Tensor.ones(1, dtype=dtypes.float32, device=self.device, requires_grad=False) for _ in range(2))
+    self.m = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False) for t in self.params]
+    self.v = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False) for t in self.params]
+    _realize_inplace([self.b1_t, self.b2_t] + self.m + self.v)
+
+  def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    self.b1_t.assign(self.b1_t * self.b1)
+    self.b2_t.assign(self.b2_t * self.b2)
+    ms, vs = self._state_for(params, self.m), self._state_for(params, self.v)
+    out = []
+    for t, g, m, v in zip(params, grads, ms, vs):
+      g = g.float()
+      m.assign(self.b1 * m + (1.0 - self.b1) * g)
+      v.assign(self.b2 * v + (1.0 - self.b2) * (g * g))
+      m_hat, v_hat = m / (1.0 - self.b1_t), v / (1.0 - self.b2_t)
+      up = m_hat / (v_hat.sqrt() + self.eps)
+      if self.wd: up = up + self.wd * t.detach().float()
+      r: Tensor | float = 1.0
+      if not self.adam:
+        r1, r2 = t.detach().float().square().sum().sqrt(), up.square().sum().sqrt()
+        r = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
+      out.append((self.lr * r * up).cast(t.dtype))
+    return out, [self.b1_t, self.b2_t] + ms + vs
+
+def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> LAMB:
+  """Adam, as torch.optim.Adam."""
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)
+
+def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> LAMB:
+  """AdamW, as torch.optim.AdamW: w -= lr * (adam_step + weight_decay * w)."""
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+# *** learning rates: plain code that writes opt.lr ***
+
+def set_lr(opt: Optimizer, lr: float) -> None:
+  """Write a new learning rate into the optimizer(s) in place (a captured train step sees it)."""
+  for o in (opt.optimizers if isinstance(opt, OptimizerGroup) else (opt,)):
+    o.lr.assign(Tensor([lr], device=o.lr.device, dtype=o.lr.dtype)).realize()
+
+def cosine_lr(base_lr: float, total_steps: int, warmup_steps: int = 0, min_lr: float = 0.0) -> Callable[[int], float]:
+  """lr(step): linear warmup from 0 to base_lr, then a cosine decay to min_lr at total_steps."""
+  def lr(step: int) -> float:
+    if step < warmup_steps: return base_lr * (step + 1) / warmup_steps
+    frac = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * frac))
+  return lr
+
+def step_lr(base_lr: float, step_size: int, gamma: float = 0.1) -> Callable[[int], float]:
+  """lr(step): base_lr multiplied by gamma every step_size steps (torch's StepLR)."""
+  return lambda step: base_lr * gamma ** (step // step_size)

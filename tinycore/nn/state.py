@@ -1,0 +1,276 @@
+"""Model state: finding a model's tensors, loading them, and the two file formats weights come in.
+
+- get_state_dict / get_parameters / load_state_dict: a model is any object; its tensors are found through attributes,
+  lists, tuples and dicts, named by the path to them ("layers.0.weight"), as torch names them.
+- safe_save / safe_load / safe_load_metadata: the safetensors format (written here from its specification: an 8-byte
+  little-endian header length, a JSON header of name -> dtype, shape, data_offsets, then the raw data).
+- torch_load: a `.pt` / `.pth` file written by torch.save, read without torch and without running pickled code: a
+  restricted unpickler only accepts the few functions and classes torch uses to rebuild tensors."""
+from __future__ import annotations
+import io, json, os, pathlib, pickle, struct, zipfile
+from collections import OrderedDict
+from typing import Any, Callable
+import numpy as np
+from tinycore.tensor import Tensor
+from tinycore.dtype import DType, dtypes, to_np_dtype
+from tinycore.helpers import prod
+
+__all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "torch_load",
+           "TorchLoadError"]
+
+# *** finding tensors ***
+
+def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
+  """Every Tensor reachable from obj, keyed by its dotted path. Objects are walked through __dict__ (or __slots__),
+  lists and tuples by index, dicts by key."""
+  if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
+  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)  # namedtuple
+  if isinstance(obj, OrderedDict) or isinstance(obj, dict):
+    return {k: v for key, val in obj.items() for k, v in get_state_dict(val, f"{prefix}{key}.", tensor_type).items()}
+  if isinstance(obj, (list, tuple)):
+    return {k: v for i, x in enumerate(obj) for k, v in get_state_dict(x, f"{prefix}{i}.", tensor_type).items()}
+  if isinstance(obj, (str, bytes, int, float, bool, type(None), np.ndarray)) or callable(obj) and not hasattr(obj, "__dict__"): return {}
+  state: dict[str, Tensor] = {}
+  if hasattr(obj, "__dict__"): items = list(vars(obj).items())
+  elif hasattr(obj, "__slots__"): items = [(k, getattr(obj, k)) for k in obj.__slots__ if hasattr(obj, k)]
+  else: return {}
+  for k, v in items: state.update(get_state_dict(v, f"{prefix}{k}.", tensor_type))
+  return state
+
+def get_parameters(obj: Any) -> list[Tensor]:
+  """The tensors of get_state_dict, each once."""
+  seen: dict[int, Tensor] = {}
+  for t in get_state_dict(obj).values(): seen.setdefault(id(t), t)
+  return list(seen.values())
+
+def _put(dst: Tensor, src: Tensor) -> None:
+  """Give dst the value of src: in place when dst is a realized buffer (a captured TinyJit keeps working), else by
+  replacing its lazy value."""
+  src = src.to(dst.device)
+  if src.dtype != dst.dtype: src = src.cast(dst.dtype)
+  lb = dst.lazydata
+  if lb.is_realized() and lb._base is None and lb.st.contiguous: dst.assign(src.detach())
+  else: dst.lazydata = src.detach().contiguous().lazydata
+
+def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, realize: bool = True) -> list[str]:
+  """Copy state_dict's tensors into the model's. With strict, keys missing from state_dict or not in the model are an
+  error (naming them); shapes must always match. Returns the model keys that were loaded."""
+  model_sd = get_state_dict(model)
+  missing = sorted(k for k in model_sd if k not in state_dict)
+  unexpected = sorted(k for k in state_dict if k not in model_sd)
+  mismatched = [(k, tuple(model_sd[k].shape), tuple(state_dict[k].shape)) for k in model_sd
+                if k in state_dict and tuple(model_sd[k].shape) != tuple(state_dict[k].shape)]
+  problems = []
+  if strict and missing: problems.append(f"missing keys (in the model, not in the state dict): {missing}")
+  if strict and unexpected: problems.append(f"unexpected keys (in the state dict, not in the model): {unexpected}")
+  if mismatched: problems.append("shape mismatch: " + ", ".join(f"{k}: model {m}, state dict {s}" for k, m, s in mismatched))
+  if problems:
+    hint = "\n(strict=False allows missing and unexpected keys, never shape mismatches)" if strict and (missing or unexpected) else ""
+    raise ValueError("load_state_dict failed:\n  " + "\n  ".join(problems) + hint)
+  if verbose and (missing or unexpected): print(f"load_state_dict: not loading {missing}, ignoring {unexpected}")
+  loaded = []
+  for k, v in model_sd.items():
+    if k not in state_dict: continue
+    _put(v, state_dict[k])
+    loaded.append(k)
+  if realize and loaded: Tensor.realize(*[model_sd[k] for k in loaded])
+  return loaded
+
+# *** safetensors ***
+
+_SAFE_DTYPES: dict[str, DType] = {"BOOL": dtypes.bool, "U8": dtypes.uint8, "I8": dtypes.int8, "U16": dtypes.uint16, "I16": dtypes.int16,
+                                  "U32": dtypes.uint32, "I32": dtypes.int32, "U64": dtypes.uint64, "I64": dtypes.int64, "F16": dtypes.float16,
+                                  "BF16": dtypes.bfloat16, "F32": dtypes.float32, "F64": dtypes.float64}
+_SAFE_NAMES = {v: k for k, v in _SAFE_DTYPES.items()}
+
+def _read_bytes(fn: str | os.PathLike | bytes | Tensor) -> bytes:
+  if isinstance(fn, Tensor): return bytes(fn.cast(dtypes.uint8).numpy().tobytes()) if fn.dtype == dtypes.uint8 else fn.numpy().tobytes()
+  if isinstance(fn, (bytes, bytearray, memoryview)): return bytes(fn)
+  path = pathlib.Path(fn)
+  if not path.is_file(): raise FileNotFoundError(f"no such file: {path}")
+  return path.read_bytes()
+
+def _safe_header(data: bytes, name: str) -> tuple[dict[str, Any], int]:
+  if len(data) < 8: raise ValueError(f"{name}: not a safetensors file (only {len(data)} bytes)")
+  n = struct.unpack("<Q", data[:8])[0]
+  if 8 + n > len(data): raise ValueError(f"{name}: safetensors header of {n} bytes runs past the end of the file ({len(data)} bytes)")
+  try: header = json.loads(data[8:8 + n].decode("utf-8"))
+  except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{name}: bad safetensors header: {e}") from None
+  if not isinstance(header, dict): raise ValueError(f"{name}: safetensors header must be a JSON object")
+  return header, 8 + n
+
+def safe_load_metadata(fn: str | os.PathLike | bytes) -> tuple[dict[str, Any], dict[str, str]]:
+  """(the header's tensor entries, the __metadata__ strings) of a safetensors file, without reading the tensors."""
+  if isinstance(fn, (str, os.PathLike)):
+    with open(fn, "rb") as f:
+      head = f.read(8)
+      if len(head) < 8: raise ValueError(f"{fn}: not a safetensors file")
+      data = head + f.read(struct.unpack("<Q", head)[0])
+  else: data = _read_bytes(fn)
+  header, _ = _safe_header(data, str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>")
+  meta = header.pop("__metadata__", {}) or {}
+  return header, meta
+
+def safe_load(fn: str | os.PathLike | bytes | Tensor, device: str | None = None) -> dict[str, Tensor]:
+  """The tensors of a safetensors file (path, bytes or a uint8 Tensor of the file), by name."""
+  name = str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>"
+  data = _read_bytes(fn)
+  header, start = _safe_header(data, name)
+  header.pop("__metadata__", None)
+  out: dict[str, Tensor] = {}
+  for k, info in header.items():
+    if info["dtype"] not in _SAFE_DTYPES: raise ValueError(f"{name}: tensor {k!r} has dtype {info['dtype']}, which tinycore does not read")
+    dt, shape, (b, e) = _SAFE_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
+    if e - b != prod(shape) * dt.itemsize or start + e > len(data):
+      raise ValueError(f"{name}: tensor {k!r} of shape {shape} and dtype {info['dtype']} has data_offsets {[b, e]} that do not fit")
+    raw = data[start + b:start + e]
+    if dt == dtypes.bfloat16: t = Tensor(np.frombuffer(raw, np.uint16).copy().reshape(shape), device=device).bitcast(dtypes.bfloat16)
+    elif prod(shape) == 0: t = Tensor.zeros(*shape, dtype=dt, device=device) if shape else Tensor.zeros(0, dtype=dt, device=device)
+    else: t = Tensor(np.frombuffer(raw, to_np_dtype(dt)).copy().reshape(shape), dtype=dt, device=device)
+    out[k] = t
+  return out
+
+def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[str, Any] | None = None) -> None:
+  """Write tensors (name -> Tensor) and optional string metadata as a safetensors file."""
+  header: dict[str, Any] = {}
+  blobs, offset = [], 0
+  for k, t in tensors.items():
+    if not isinstance(t, Tensor): raise TypeError(f"safe_save: {k!r} is a {type(t).__name__}, not a Tensor")
+    if t.dtype not in _SAFE_NAMES: raise ValueError(f"safe_save: tensor {k!r} has dtype {t.dtype}, which safetensors cannot hold")
+    raw = t.bitcast(dtypes.uint16).numpy().tobytes() if t.dtype == dtypes.bfloat16 else t.numpy().tobytes()
+    header[k] = {"dtype": _SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+    blobs.append(raw)
+    offset += len(raw)
+  if metadata: header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+  hb = json.dumps(header, separators=(",", ":")).encode("utf-8")
+  hb += b" " * (-len(hb) % 8)  # the data starts 8-byte aligned
+  with open(fn, "wb") as f:
+    f.write(struct.pack("<Q", len(hb)))
+    f.write(hb)
+    for b in blobs: f.write(b)
+
+# *** torch .pt files, without torch ***
+
+class TorchLoadError(pickle.UnpicklingError):
+  """A .pt file that cannot be read safely: it names a global outside the allowed set, or is malformed."""
+
+_TORCH_STORAGES: dict[str, np.dtype] = {
+  "DoubleStorage": np.dtype(np.float64), "FloatStorage": np.dtype(np.float32), "HalfStorage": np.dtype(np.float16),
+  "BFloat16Storage": np.dtype(np.uint16), "LongStorage": np.dtype(np.int64), "IntStorage": np.dtype(np.int32),
+  "ShortStorage": np.dtype(np.int16), "CharStorage": np.dtype(np.int8), "ByteStorage": np.dtype(np.uint8), "BoolStorage": np.dtype(np.bool_)}
+_TORCH_DTYPES: dict[str, np.dtype] = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
+                                      "bfloat16": np.dtype(np.uint16), "int64": np.dtype(np.int64), "int32": np.dtype(np.int32),
+                                      "int16": np.dtype(np.int16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8), "bool": np.dtype(np.bool_)}
+
+class _StorageType:
+  def __init__(self, name: str, np_dtype: np.dtype): self.name, self.np_dtype = name, np_dtype
+  def __repr__(self) -> str: return f"torch.{self.name}"
+
+class _TorchDtype:
+  def __init__(self, name: str): self.name, self.np_dtype = name, _TORCH_DTYPES[name]
+
+class _Storage:
+  """One storage of the file: its raw bytes and element type (bfloat16 comes as uint16 bits)."""
+  def __init__(self, raw: bytes, np_dtype: np.dtype, bf16: bool): self.raw, self.np_dtype, self.bf16 = raw, np_dtype, bf16
+
+def _rebuild_tensor(storage: _Storage, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...], *_: Any) -> Tensor:
+  arr = np.frombuffer(storage.raw, storage.np_dtype)
+  n = prod(size)
+  if n == 0: view = np.zeros(size, storage.np_dtype)
+  else:
+    if storage_offset + sum((s - 1) * st for s, st in zip(size, stride)) >= len(arr):
+      raise TorchLoadError(f"tensor of size {tuple(size)} and stride {tuple(stride)} at offset {storage_offset} exceeds its storage of {len(arr)}")
+    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=tuple(size), strides=tuple(s * arr.itemsize for s in stride))
+  data = np.ascontiguousarray(view)
+  if storage.bf16: return Tensor(data.copy()).bitcast(dtypes.bfloat16) if data.size else Tensor.zeros(*size, dtype=dtypes.bfloat16)
+  return Tensor(data.copy())
+
+def _rebuild_parameter(data: Any, requires_grad: bool, *_: Any) -> Any: return data
+
+class _RestrictedUnpickler(pickle.Unpickler):
+  """Only torch's tensor-rebuilding functions, its storage and dtype names, and OrderedDict may be named in the pickle."""
+  def __init__(self, f: io.BytesIO, load_storage: Callable[[Any], _Storage]):
+    super().__init__(f)
+    self._load_storage = load_storage
+  def find_class(self, module: str, name: str) -> Any:
+    if (module, name) == ("collections", "OrderedDict"): return OrderedDict
+    # tensors are built after the whole pickle is read (a legacy file's storage data follows its pickle)
+    if module == "torch._utils" and name == "_rebuild_tensor_v2": return _LazyTensor
+    if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"): return _rebuild_parameter
+    if module == "torch" and name in _TORCH_STORAGES: return _StorageType(name, _TORCH_STORAGES[name])
+    if module == "torch" and name in _TORCH_DTYPES: return _TorchDtype(name)
+    if (module, name) == ("torch", "Size"): return tuple
+    raise TorchLoadError(f"torch_load refuses to load global {module}.{name}: only tensors, storages and OrderedDict are allowed")
+  def persistent_load(self, pid: Any) -> Any:
+    if not isinstance(pid, tuple) or not pid or pid[0] != "storage": raise TorchLoadError(f"unsupported persistent id {pid!r}")
+    return self._load_storage(pid)
+
+def _storage_kind(st: Any) -> tuple[np.dtype, bool]:
+  if isinstance(st, _StorageType): return st.np_dtype, st.name == "BFloat16Storage"
+  if isinstance(st, _TorchDtype): return st.np_dtype, st.name == "bfloat16"
+  raise TorchLoadError(f"unsupported storage type {st!r}")
+
+def torch_load(fn: str | os.PathLike | bytes) -> Any:
+  """Read a file written by torch.save (the zip format of torch >= 1.6, or the older tar-less legacy format): tensors
+  become Tensors on the default device, containers stay containers. Nothing in the file is executed."""
+  data = _read_bytes(fn)
+  name = str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>"
+  if zipfile.is_zipfile(io.BytesIO(data)): return _torch_load_zip(data, name)
+  return _torch_load_legacy(data, name)
+
+def _torch_load_zip(data: bytes, name: str) -> Any:
+  with zipfile.ZipFile(io.BytesIO(data)) as zf:
+    pkls = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") <= 1]
+    if len(pkls) != 1: raise TorchLoadError(f"{name}: expected one data.pkl in the archive, found {pkls or 'none'}")
+    root = pkls[0][:-len("data.pkl")]
+    if (bo := root + "byteorder") in zf.namelist() and zf.read(bo).strip() not in (b"little",):
+      raise TorchLoadError(f"{name}: byteorder {zf.read(bo)!r} is not supported")
+    cache: dict[str, _Storage] = {}
+    def load_storage(pid: tuple) -> _Storage:
+      _, st_type, key, _location, _numel = pid[:5]
+      if key not in cache:
+        np_dt, bf16 = _storage_kind(st_type)
+        try: raw = zf.read(f"{root}data/{key}")
+        except KeyError: raise TorchLoadError(f"{name}: storage {key} is missing from the archive") from None
+        cache[key] = _Storage(raw, np_dt, bf16)
+      return cache[key]
+    return _relink(_RestrictedUnpickler(io.BytesIO(zf.read(pkls[0])), load_storage).load())
+
+def _torch_load_legacy(data: bytes, name: str) -> Any:
+  """The pre-1.6 format: pickled magic number, protocol, sys info, the object (storages as persistent ids), the
+  storage keys; then each storage as an 8-byte element count and its raw data, in key order."""
+  f = io.BytesIO(data)
+  def plain_load() -> Any: return _RestrictedUnpickler(f, lambda pid: (_ for _ in ()).throw(TorchLoadError("unexpected storage"))).load()
+  try:
+    magic = plain_load()
+    if magic != 0x1950a86a20f9469cfc6c: raise TorchLoadError(f"{name}: not a torch file (bad magic number)")
+    plain_load(); plain_load()  # protocol version, sys info  # noqa: E702
+  except (pickle.UnpicklingError, EOFError) as e:
+    if isinstance(e, TorchLoadError): raise
+    raise TorchLoadError(f"{name}: not a torch file: {e}") from None
+  pending: dict[str, tuple[np.dtype, bool, int, _Storage]] = {}
+  def load_storage(pid: tuple) -> _Storage:
+    _, st_type, key, _location, numel = pid[:5]
+    if key not in pending:
+      np_dt, bf16 = _storage_kind(st_type)
+      pending[key] = (np_dt, bf16, numel, _Storage(b"", np_dt, bf16))
+    return pending[key][3]
+  obj = _RestrictedUnpickler(f, load_storage).load()
+  keys = _RestrictedUnpickler(f, load_storage).load()
+  for key in keys:
+    np_dt, _, _, st = pending[key]
+    n = struct.unpack("<q", f.read(8))[0]
+    st.raw = f.read(n * np_dt.itemsize)
+  return _relink(obj)
+
+def _relink(obj: Any) -> Any:
+  if isinstance(obj, _LazyTensor): return obj.build()
+  if isinstance(obj, OrderedDict): return OrderedDict((k, _relink(v)) for k, v in obj.items())
+  if isinstance(obj, dict): return {k: _relink(v) for k, v in obj.items()}
+  if isinstance(obj, list): return [_relink(v) for v in obj]
+  if isinstance(obj, tuple): return tuple(_relink(v) for v in obj)
+  return obj
+
+class _LazyTensor:
+  def __init__(self, *args: Any): self.args = args
+  def build(self) -> Tensor: return _rebuild_tensor(*self.args)
