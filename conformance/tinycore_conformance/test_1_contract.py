@@ -112,7 +112,7 @@ def test_renderer_declarations(target):
       f"a renderer with local ids must declare local_max as 3 positive ints, got {r.local_max!r}"
   if r.global_max is not None: assert all(isinstance(x, int) and x > 0 for x in r.global_max), f"bad global_max {r.global_max!r}"
   if r.has_shared: assert isinstance(r.shared_max, int) and r.shared_max > 0, f"bad shared_max {r.shared_max!r}"
-  assert 1 in tuple(r.vector_widths), f"vector_widths must include 1, got {r.vector_widths!r}"
+  assert all(isinstance(w, int) and w >= 1 for w in r.vector_widths), f"vector_widths must be positive ints, got {r.vector_widths!r}"
   assert isinstance(r.max_upcast, int) and r.max_upcast >= 1, f"bad max_upcast {r.max_upcast!r}"
   assert r.device.split(":")[0] == target.base, f"Renderer.device is {r.device!r}, it must name the device ({target.base})"
 

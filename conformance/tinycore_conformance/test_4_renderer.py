@@ -16,6 +16,7 @@ from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 from tinycore_conformance.target import Case, Prog, check_result
 from tinycore_conformance.repro import case_repro
+from tinycore_conformance.bugs import known_bug
 from tinycore_conformance.values import (ALL_DTYPES, dtname, edges, randoms, to_storage, pairs, compare, is_float, is_int, is_signed,
                                          bits, finfo, as_float, ulp, storage_np)
 
@@ -399,5 +400,95 @@ def test_local_memory(target, batch, repro, dtype):
   target.require_dtype(dtype)
   L = min(16, r.local_max[0]) if r.local_max else 16
   res = batch.result("local", lambda: [local_case(d, L) for d in ALL_DTYPES if d in target.declared], f"local memory {dtname(dtype)}")
+  repro.add(lambda: case_repro(res.case, target, res.src))
+  check_result(res, target)
+
+# *** argument order: DEFINE_GLOBAL arg=i is kernel argument i, wherever the program lists it ***
+
+@pytest.mark.cap("DEFINE_GLOBAL order")
+@pytest.mark.parametrize("order", [(0, 2, 1), (2, 1, 0), (1, 0, 2)], ids=lambda o: "-".join(map(str, o)))
+def test_argument_order(target, repro, request, order):
+  """out[i] = in1[i] - in2[i] (ADD of a NEG), with the DEFINE_GLOBALs listed in the order given: the kernel must take
+  buffer i as argument i (the core's linearizer does not promise to list them sorted)."""
+  target.require_dtype(dtypes.int32)
+  known_bug(request, "cstyle_arg_order", target)
+  i32 = dtypes.int32
+  p = Prog("argorder")
+  g = [p.glob(i32) for _ in range(3)]
+  r = p.loop(16)
+  p.store(g[0], r, UOp(Ops.ADD, i32, (Prog.load(g[1], r), UOp(Ops.NEG, i32, (Prog.load(g[2], r),)))))
+  p.end(r)
+  uops = [g[k] for k in order] + p.uops()[3:]
+  bufs = [sentinel(i32, 16), np.arange(16, dtype=np.int32) * 10, np.arange(16, dtype=np.int32)]
+  from tinycore_conformance.repro import program_repro
+  src_box: list = [None]
+  repro.add(lambda: program_repro("DEFINE_GLOBAL order " + str(order), uops, bufs, target.device, target.compile_only, src_box[0],
+                                  local_size=target.local_size))
+  src, lib = target.compile("argorder", uops)
+  src_box[0] = src
+  target.require_runtime()
+  got = target.execute("argorder", lib, bufs)[0][0]
+  compare(got, np.arange(16, dtype=np.int32) * 9, i32, what=f"DEFINE_GLOBALs listed in order {order}: out = in1 - in2")
+
+# *** vectors (where declared): vector loads and stores, the ops declared for whole vectors, VECTORIZE and GEP ***
+
+VEC_WIDTHS = (2, 4, 8, 16)
+VEC_OPS = [Ops.ADD, Ops.MUL, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.MULACC, Ops.CMPLT, Ops.SQRT, Ops.EXP2]
+VEC_PARAMS = [(w, op, dt) for w in VEC_WIDTHS for op in VEC_OPS + ["GEP/VECTORIZE"] for dt in ALL_DTYPES if op == "GEP/VECTORIZE" or applies(op, dt)]
+
+def _np_ref(op: Ops, dt: DType, *xs: np.ndarray) -> np.ndarray:
+  from tinycore.ops import exec_alu
+  out_dt = dtypes.bool if op is Ops.CMPLT else dt
+  return np.asarray(exec_alu(op, out_dt, list(xs))).astype(storage_np(out_dt))
+
+def vector_case(w: int, op, dt: DType) -> Case:
+  """out[i:i+w] = op(a[i:i+w], b[i:i+w], ...) on dt.vec(w) values; GEP/VECTORIZE reverses the lanes of each vector."""
+  name = op if isinstance(op, str) else op.name
+  key = f"vector {w} {name} {dtname(dt)}"
+  n = 4 * w
+  seed = seed_of("vec", w, name, dt.name)
+  rng = np.random.default_rng(seed)
+  arity = 1 if name in ("GEP/VECTORIZE", "NEG", "RECIP", "SQRT", "EXP2") else 3 if name == "MULACC" else 2
+  ins = [to_storage(cycle(edges(dt, huge=False), n // 2) + randoms(dt, n - n // 2, rng, 5.0), dt) for _ in range(arity)]
+  if name in ("RECIP", "SQRT"): ins = [to_storage(np.abs(as_float(x, dt)) + 0.5, dt) for x in ins]
+  out_dt = dtypes.bool if name == "CMPLT" else dt
+  vdt, vout = dt.vec(w), out_dt.vec(w)
+  def build(p: Prog, gl: list[UOp]) -> None:
+    r = p.loop(n // w)
+    base = UOp(Ops.MUL, dtypes.int32, (r, Prog.i32(w)))
+    vs = [UOp(Ops.LOAD, vdt, (g, base)) for g in gl[1:]]
+    if name == "GEP/VECTORIZE": val = UOp(Ops.VECTORIZE, vdt, tuple(UOp(Ops.GEP, dt, (vs[0],), w - 1 - k) for k in range(w)))
+    else: val = UOp(op, vout, tuple(vs))
+    p.store(gl[0], base, val)
+    p.end(r)
+  def expected() -> list[np.ndarray]:
+    if name == "GEP/VECTORIZE": out = ins[0].reshape(-1, w)[:, ::-1].reshape(-1).copy()
+    else:
+      with np.errstate(all="ignore"): out = _np_ref(op, dt, *ins)
+    return [out] + ins
+  mode, k = ("ulp", 4.0) if name in ("RECIP", "SQRT", "EXP2") else ("ulp", 1.0) if name == "MULACC" and is_float(dt) else ("exact", 0.0)
+  def chk(got, want):
+    atol = 0.0
+    if name == "MULACC" and is_float(dt):  # a fused multiply-add rounds once
+      a, b, c = (as_float(x, dt) for x in ins)
+      atol = 2 * ulp(a * b, dt) + 2 * ulp(c, dt)
+    compare(got[0], want[0], out_dt, mode, k, atol, what=key, inputs=[(dt, x) for x in ins])
+  return Case(key, [(out_dt, sentinel(out_dt, n))] + [(dt, x) for x in ins], build, chk, seed=seed, expected=expected)
+
+def _vector_decl(target, w: int, op, dt: DType) -> tuple[bool, str]:
+  r = target.renderer
+  if w not in tuple(r.vector_widths): return False, f"vectors of width {w} (vector_widths={tuple(r.vector_widths)})"
+  if dt not in tuple(getattr(r, "vector_dtypes", ())): return False, f"vectors of {dtname(dt)} (vector_dtypes)"
+  if op != "GEP/VECTORIZE" and op not in getattr(r, "vector_alu", frozenset()): return False, f"{op.name} on whole vectors (vector_alu)"
+  return True, ""
+
+@pytest.mark.cap("vector {w} {op}")
+@pytest.mark.parametrize("w,op,dtype", VEC_PARAMS, ids=[f"{w}-{op if isinstance(op, str) else op.name}-{dtname(d)}" for w, op, d in VEC_PARAMS])
+def test_vector(target, batch, repro, w, op, dtype):
+  ok, what = _vector_decl(target, w, op, dtype)
+  target.require(ok, what)
+  name = op if isinstance(op, str) else op.name
+  res = batch.result("vector", lambda: [vector_case(w_, o_, d_) for w_, o_, d_ in VEC_PARAMS if _vector_decl(target, w_, o_, d_)[0]],
+                     f"vector {w} {name} {dtname(dtype)}")
   repro.add(lambda: case_repro(res.case, target, res.src))
   check_result(res, target)
