@@ -67,7 +67,7 @@ class CStyleLanguage(Renderer):
   def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
     return f"(*(({self.render_dtype(dt)}*)&({x})))"
   def render_math(self, op: Ops, x: str, dt: DType) -> str:
-    if op is Ops.RECIP: return f"(1/{x})" if not dtypes.is_float(dt) else f"({self.render_const(1.0, dt)}/{x})"
+    if op is Ops.RECIP: return f"(1/{x})" if not dtypes.is_float(dt) else f"({self.render_const(1.0, dt.scalar())}/{x})"
     return f"{self.math_fns[op]}({x})"
   def render_const(self, x: float | int | bool, dt: DType) -> str:
     if dt.count > 1: raise NotImplementedError("vector constants are rendered with VECTORIZE")
@@ -169,4 +169,6 @@ class CStyleLanguage(Renderer):
         else:
           r[u] = fresh("alu")
           emit(f"{self.render_dtype(dt)} {r[u]} = {expr};")
+    # arguments in launch order: buffers by their number, then variables by name (as the runner passes them)
+    bufs.sort(key=lambda b: (0, int(b[0][4:]), "") if isinstance(b[1], PtrDType) else (1, 0, b[0]))
     return self.render_kernel(name, body, bufs, uops, self.render_prefix(uops))
