@@ -1,0 +1,133 @@
+"""Optimizers against torch.optim (SGD, Adam, AdamW) and against numpy references (LAMB, LARS) for a few steps."""
+import numpy as np
+import pytest
+from tinycore import Tensor, Device, nn
+from tinycore.nn import optim
+
+@pytest.fixture(autouse=True)
+def _clang_training():
+  old, old_training = Device.DEFAULT, Tensor.training
+  Device.DEFAULT, Tensor.training = "CLANG", True
+  yield
+  Device.DEFAULT, Tensor.training = old, old_training
+
+RNG = np.random.default_rng(0)
+W0, B0 = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal((3,)).astype(np.float32)
+X, Y = RNG.standard_normal((5, 4)).astype(np.float32), RNG.standard_normal((5, 3)).astype(np.float32)
+
+def _ours(make, steps=3):
+  w, b = Tensor(W0.copy(), requires_grad=True), Tensor(B0.copy(), requires_grad=True)
+  opt = make([w, b])
+  for _ in range(steps):
+    opt.zero_grad()
+    ((Tensor(X).linear(w.T, b) - Tensor(Y)).square().mean() + w.square().sum() * 0.01).backward()
+    opt.step()
+  return w.numpy(), b.numpy()
+
+def _torch(make, steps=3):
+  torch = pytest.importorskip("torch")
+  w, b = torch.tensor(W0.copy(), requires_grad=True), torch.tensor(B0.copy(), requires_grad=True)
+  opt = make([w, b])
+  for _ in range(steps):
+    opt.zero_grad()
+    (((torch.tensor(X) @ w.T + b) - torch.tensor(Y)).square().mean() + w.square().sum() * 0.01).backward()
+    opt.step()
+  return w.detach().numpy(), b.detach().numpy()
+
+def _check(ours, theirs, atol=1e-5):
+  for a, b in zip(ours, theirs): np.testing.assert_allclose(a, b, atol=atol, rtol=1e-5)
+
+@pytest.mark.parametrize("kw", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}, {"momentum": 0.5, "weight_decay": 0.1}])
+def test_sgd(kw):
+  torch = pytest.importorskip("torch")
+  _check(_ours(lambda p: optim.SGD(p, lr=0.1, **kw)), _torch(lambda p: torch.optim.SGD(p, lr=0.1, **kw)))
+
+def test_adam():
+  torch = pytest.importorskip("torch")
+  _check(_ours(lambda p: optim.Adam(p, lr=0.05)), _torch(lambda p: torch.optim.Adam(p, lr=0.05)))
+
+def test_adamw():
+  torch = pytest.importorskip("torch")
+  _check(_ours(lambda p: optim.AdamW(p, lr=0.05, weight_decay=0.1)), _torch(lambda p: torch.optim.AdamW(p, lr=0.05, weight_decay=0.1)))
+
+def _np_grads(w, b):
+  # d/dw, d/db of mean((X w^T + b - Y)^2) + 0.01 * sum(w^2)
+  err = X @ w.T + b - Y
+  gy = 2 * err / err.size
+  return gy.T @ X + 0.02 * w, gy.sum(0)
+
+def test_lamb_vs_numpy():
+  lr, b1, b2, eps, wd = 0.05, 0.9, 0.999, 1e-6, 0.01
+  ps = [W0.astype(np.float64), B0.astype(np.float64)]
+  m, v = [np.zeros_like(p) for p in ps], [np.zeros_like(p) for p in ps]
+  for t in range(1, 4):
+    gs = _np_grads(*ps)
+    for i, (p, g) in enumerate(zip(ps, gs)):
+      m[i] = b1 * m[i] + (1 - b1) * g
+      v[i] = b2 * v[i] + (1 - b2) * g * g
+      up = (m[i] / (1 - b1 ** t)) / (np.sqrt(v[i] / (1 - b2 ** t)) + eps) + wd * p
+      r1, r2 = np.linalg.norm(p), np.linalg.norm(up)
+      ps[i] = p - lr * (r1 / r2 if r1 > 0 and r2 > 0 else 1.0) * up
+  _check(_ours(lambda p: optim.LAMB(p, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=wd)), ps, atol=1e-4)
+
+def test_lars_vs_numpy():
+  lr, mom, wd, tcoef = 0.1, 0.9, 1e-4, 0.001
+  ps = [W0.astype(np.float64), B0.astype(np.float64)]
+  buf = [np.zeros_like(p) for p in ps]
+  for _ in range(3):
+    gs = _np_grads(*ps)
+    for i, (p, g) in enumerate(zip(ps, gs)):
+      r1, r2 = np.linalg.norm(p), np.linalg.norm(g)
+      r = tcoef * r1 / (r2 + wd * r1) if r1 > 0 and r2 > 0 else 1.0
+      g = (g + wd * p) * r * lr
+      buf[i] = mom * buf[i] + g
+      ps[i] = p - buf[i]
+  _check(_ours(lambda p: optim.LARS(p, lr=lr, momentum=mom, weight_decay=wd, tcoef=tcoef)), ps)
+
+def test_optimizer_group_and_lr_change():
+  torch = pytest.importorskip("torch")
+  def ours(p):
+    return optim.OptimizerGroup(optim.SGD([p[0]], lr=0.1, momentum=0.9), optim.Adam([p[1]], lr=0.01))
+  def theirs(p): return _TorchGroup(torch.optim.SGD([p[0]], lr=0.1, momentum=0.9), torch.optim.Adam([p[1]], lr=0.01))
+  _check(_ours(ours), _torch(theirs))
+  # the learning rate is a device tensor: set_lr changes it in place
+  w = Tensor(W0.copy(), requires_grad=True)
+  o = optim.SGD([w], lr=0.1)
+  lr_buf = o.lr.lazydata.base.buffer
+  optim.set_lr(o, 0.5)
+  assert o.lr.numpy().tolist() == [0.5] and o.lr.lazydata.base.buffer is lr_buf
+
+class _TorchGroup:
+  def __init__(self, *opts): self.opts = opts
+  def zero_grad(self):
+    for o in self.opts: o.zero_grad()
+  def step(self):
+    for o in self.opts: o.step()
+
+def test_step_needs_training_and_grads():
+  w = Tensor(W0.copy(), requires_grad=True)
+  o = optim.SGD([w], lr=0.1)
+  with pytest.raises(RuntimeError, match="backward"): o.step()
+  Tensor.training = False
+  w.square().sum().backward()
+  with pytest.raises(RuntimeError, match="Tensor.training"): o.step()
+
+def test_params_from_layers_requires_grad_none_becomes_true():
+  lin = nn.Linear(2, 2)
+  assert lin.weight.requires_grad is None
+  o = optim.Adam(nn.state.get_parameters(lin))
+  assert lin.weight.requires_grad is True and len(o.params) == 2
+  with pytest.raises(ValueError, match="no parameters"): optim.SGD([Tensor([1.0], requires_grad=False)])
+
+def test_step_updates_in_place():
+  w = Tensor(W0.copy(), requires_grad=True)
+  o = optim.Adam([w], lr=0.1)
+  buf = w.lazydata.base.buffer
+  w.square().sum().backward()
+  o.step()
+  assert w.lazydata.base.buffer is buf and o.m[0].lazydata.base.buffer is not None
+
+def test_schedules():
+  f = optim.cosine_lr(1.0, 10, warmup_steps=2, min_lr=0.1)
+  assert f(0) == pytest.approx(0.5) and f(1) == pytest.approx(1.0) and f(10) == pytest.approx(0.1)
+  assert optim.step_lr(1.0, 5, 0.5)(11) == pytest.approx(0.25)
