@@ -17,16 +17,30 @@ class Bug:
   applies: Callable[[Any, DType | None], bool]
   repro: str
 
+# Found and since fixed in the core: cstyle rendered narrow int ops without wrapping them (1048edc), and rendered kernel
+# arguments in the order the program listed them rather than by number (3960039).
 BUGS: dict[str, Bug] = {
-  "cstyle_arg_order": Bug(
-    "tinycore/renderer/cstyle.py renders the kernel's buffer arguments in the order the DEFINE_GLOBALs appear in the linear "
-    "program instead of by their arg (the argument number): when the linearizer lists DEFINE_GLOBAL 2 before 1, the "
-    "kernel reads buffer 2 where it means buffer 1 (Program calls pass buffers by number, as the PYTHON device reads them)",
-    lambda target, dt: _cstyle(target),
-    "import numpy as np\nfrom tinycore import Tensor\n"
-    "a = Tensor(np.array([5, 100], np.int32), device='CLANG'); b = Tensor(np.array([3, 1], np.int32), device='CLANG')\n"
-    "print((a - b).numpy())  # [-2 -99], expected [2 99]: the kernel is `void E_2(int* data0, const int* data2, const int* data1)`"),
+  "python_compile_error": Bug(
+    "tinycore/runtime/python.py: PythonCompiler.compile accepts any text, and PythonProgram raises binascii.Error or "
+    "pickle.UnpicklingError (not CompileError) when it loads a broken program",
+    lambda target, dt: _python_compiler(target),
+    "from tinycore.runtime.python import PythonCompiler, PythonProgram\n"
+    "lib = PythonCompiler().compile('this is not a program')  # no CompileError\n"
+    "PythonProgram('PYTHON', 'k', lib)  # raises binascii.Error / UnpicklingError, expected tinycore.device.CompileError"),
+  "python_var_order": Bug(
+    "tinycore/runtime/python.py: PythonProgram takes `vals` in the order the program lists its DEFINE_VARs, while the core "
+    "passes them sorted by the variables' arg (ProgramSpec.vars) and the C-style renderers order kernel arguments by name",
+    lambda target, dt: _python_program(target),
+    "see test_5_program.py::test_var_order --repro: a program listing DEFINE_VAR n before m, run with vals=(m, n)"),
 }
+
+def _python_program(target: Any) -> bool:
+  from tinycore.runtime.python import PythonProgram
+  return target.parts.program is PythonProgram
+
+def _python_compiler(target: Any) -> bool:
+  from tinycore.runtime.python import PythonCompiler
+  return type(target.compiler) is PythonCompiler
 
 def known_bug(request: pytest.FixtureRequest, name: str, target: Any, dtype: DType | None = None) -> None:
   """Mark the running test xfail(strict=True) when core bug `name` applies to this target and dtype."""

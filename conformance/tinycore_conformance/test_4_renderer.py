@@ -16,7 +16,6 @@ from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 from tinycore_conformance.target import Case, Prog, check_result
 from tinycore_conformance.repro import case_repro
-from tinycore_conformance.bugs import known_bug
 from tinycore_conformance.values import (ALL_DTYPES, dtname, edges, randoms, to_storage, pairs, compare, is_float, is_int, is_signed,
                                          bits, finfo, as_float, ulp, storage_np)
 
@@ -407,11 +406,10 @@ def test_local_memory(target, batch, repro, dtype):
 
 @pytest.mark.cap("DEFINE_GLOBAL order")
 @pytest.mark.parametrize("order", [(0, 2, 1), (2, 1, 0), (1, 0, 2)], ids=lambda o: "-".join(map(str, o)))
-def test_argument_order(target, repro, request, order):
+def test_argument_order(target, repro, order):
   """out[i] = in1[i] - in2[i] (ADD of a NEG), with the DEFINE_GLOBALs listed in the order given: the kernel must take
   buffer i as argument i (the core's linearizer does not promise to list them sorted)."""
   target.require_dtype(dtypes.int32)
-  known_bug(request, "cstyle_arg_order", target)
   i32 = dtypes.int32
   p = Prog("argorder")
   g = [p.glob(i32) for _ in range(3)]

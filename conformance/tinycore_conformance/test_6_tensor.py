@@ -77,8 +77,7 @@ def dtype_cases() -> list[TC]:
     for n, e, r in ew:
       ins = (A, B) if re.search(r"\bb\b", e) else (A,)
       t = dict(rtol=1e-5, atol=1e-4) if n == "sum reduce" and dt.startswith("float") and dt != "float16" else tol
-      bug = "cstyle_arg_order" if n == "sub" and dt.startswith(("int", "uint")) else ""
-      out.append(TC(f"{n} {dt}", n, ins, e, r, dtype=dt, exact_dtype=True, bug=bug, **t))
+      out.append(TC(f"{n} {dt}", n, ins, e, r, dtype=dt, exact_dtype=True, **t))
     if dt in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32"):
       out.append(TC(f"fused (a+b)<c {dt}", "fused (a+b)<c", (A, B, gen(dt, sh)), "(a + b) < c", "(a + b) < c", dtype=dt,
                     exact_dtype=True))

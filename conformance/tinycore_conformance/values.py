@@ -103,7 +103,7 @@ class Mismatch(AssertionError):
   pass
 
 def _fmt(v, dt: DType) -> str:
-  if dt == dtypes.bool: return str(bool(v)) if v in (0, 1) else f"byte {int(v)}"
+  if dt == dtypes.bool: return str(bool(v)) if int(v) in (0, 1) else f"byte {int(v)} (a bool must be stored as 0 or 1)"
   if is_float(dt):
     f = float(as_float(np.array([v]), dt)[0])
     return "-0.0" if f == 0 and np.signbit(f) else repr(f)
@@ -140,6 +140,7 @@ def compare(got: np.ndarray, want: np.ndarray, dt: DType, mode: str = "exact", k
   if not bad.any(): return
   idx = np.nonzero(bad)[0]
   shown = []
+  if dt == dtypes.bool: got = got.view(np.uint8)  # show the byte a bool buffer really holds
   for i in idx[:max_show]:
     ins = "" if not inputs else "(" + ", ".join(_fmt(np.asarray(x).reshape(-1)[i], d) for d, x in inputs) + ")"
     shown.append(f"[{i}]{ins}: got {_fmt(got[i], dt)}, expected {_fmt(want[i], dt)}")
