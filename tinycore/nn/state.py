@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 import numpy as np
 from tinycore.tensor import Tensor
-from tinycore.dtype import DType, dtypes, to_np_dtype
+from tinycore.dtype import DType, dtypes, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "torch_load",
@@ -43,14 +43,17 @@ def get_parameters(obj: Any) -> list[Tensor]:
   for t in get_state_dict(obj).values(): seen.setdefault(id(t), t)
   return list(seen.values())
 
-def _put(dst: Tensor, src: Tensor) -> None:
-  """Give dst the value of src: in place when dst is a realized buffer (a captured TinyJit keeps working), else by
-  replacing its lazy value."""
-  src = src.to(dst.device)
+def _put(dst: Tensor, src: Tensor) -> Tensor:
+  """Give dst the value of src; returns the tensor to realize. A realized dst is written in place (through its base when
+  it is a full-size view), so kernels a TinyJit captured keep reading the new values; otherwise its lazy value is replaced."""
+  src = src.to(dst.device).detach()
   if src.dtype != dst.dtype: src = src.cast(dst.dtype)
   lb = dst.lazydata
-  if lb.is_realized() and lb._base is None and lb.st.contiguous: dst.assign(src.detach())
-  else: dst.lazydata = src.detach().contiguous().lazydata
+  if lb.is_realized() and lb.st.contiguous and lb.size == lb.base.size and lb.base.op is not None:
+    if lb._base is None: return dst.assign(src)
+    return Tensor(lb.base).assign(src.reshape(lb.base.shape))
+  dst.lazydata = src.contiguous().lazydata
+  return dst
 
 def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, realize: bool = True) -> list[str]:
   """Copy state_dict's tensors into the model's. With strict, keys missing from state_dict or not in the model are an
@@ -68,12 +71,14 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
     hint = "\n(strict=False allows missing and unexpected keys, never shape mismatches)" if strict and (missing or unexpected) else ""
     raise ValueError("load_state_dict failed:\n  " + "\n  ".join(problems) + hint)
   if verbose and (missing or unexpected): print(f"load_state_dict: not loading {missing}, ignoring {unexpected}")
-  loaded = []
+  loaded, todo, done = [], [], set()
   for k, v in model_sd.items():
     if k not in state_dict: continue
-    _put(v, state_dict[k])
     loaded.append(k)
-  if realize and loaded: Tensor.realize(*[model_sd[k] for k in loaded])
+    if id(v) in done: continue  # one tensor under two names is loaded once
+    done.add(id(v))
+    todo.append(_put(v, state_dict[k]))
+  if realize and todo: Tensor.realize(*todo)
   return loaded
 
 # *** safetensors ***
@@ -124,7 +129,7 @@ def safe_load(fn: str | os.PathLike | bytes | Tensor, device: str | None = None)
     if e - b != prod(shape) * dt.itemsize or start + e > len(data):
       raise ValueError(f"{name}: tensor {k!r} of shape {shape} and dtype {info['dtype']} has data_offsets {[b, e]} that do not fit")
     raw = data[start + b:start + e]
-    if dt == dtypes.bfloat16: t = Tensor(np.frombuffer(raw, np.uint16).copy().reshape(shape), device=device).bitcast(dtypes.bfloat16)
+    if dt == dtypes.bfloat16: t = Tensor(bf16_to_f32(np.frombuffer(raw, np.uint16)).reshape(shape), dtype=dtypes.bfloat16, device=device)
     elif prod(shape) == 0: t = Tensor.zeros(*shape, dtype=dt, device=device) if shape else Tensor.zeros(0, dtype=dt, device=device)
     else: t = Tensor(np.frombuffer(raw, to_np_dtype(dt)).copy().reshape(shape), dtype=dt, device=device)
     out[k] = t
@@ -137,7 +142,8 @@ def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[
   for k, t in tensors.items():
     if not isinstance(t, Tensor): raise TypeError(f"safe_save: {k!r} is a {type(t).__name__}, not a Tensor")
     if t.dtype not in _SAFE_NAMES: raise ValueError(f"safe_save: tensor {k!r} has dtype {t.dtype}, which safetensors cannot hold")
-    raw = t.bitcast(dtypes.uint16).numpy().tobytes() if t.dtype == dtypes.bfloat16 else t.numpy().tobytes()
+    # bfloat16 comes back from numpy() as float32 holding bf16 values exactly: its top 16 bits are the bf16 bits
+    raw = (t.numpy().view(np.uint32) >> 16).astype(np.uint16).tobytes() if t.dtype == dtypes.bfloat16 else t.numpy().tobytes()
     header[k] = {"dtype": _SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
     blobs.append(raw)
     offset += len(raw)
@@ -182,7 +188,7 @@ def _rebuild_tensor(storage: _Storage, storage_offset: int, size: tuple[int, ...
       raise TorchLoadError(f"tensor of size {tuple(size)} and stride {tuple(stride)} at offset {storage_offset} exceeds its storage of {len(arr)}")
     view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=tuple(size), strides=tuple(s * arr.itemsize for s in stride))
   data = np.ascontiguousarray(view)
-  if storage.bf16: return Tensor(data.copy()).bitcast(dtypes.bfloat16) if data.size else Tensor.zeros(*size, dtype=dtypes.bfloat16)
+  if storage.bf16: return Tensor(bf16_to_f32(data), dtype=dtypes.bfloat16)
   return Tensor(data.copy())
 
 def _rebuild_parameter(data: Any, requires_grad: bool, *_: Any) -> Any: return data

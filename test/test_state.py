@@ -1,0 +1,169 @@
+"""State dicts, safetensors and torch_load."""
+import io, json, pickle, struct, zipfile
+import numpy as np
+import pytest
+from tinycore import Tensor, Device, dtypes, nn
+from tinycore.nn.state import (get_state_dict, get_parameters, load_state_dict, safe_save, safe_load, safe_load_metadata, torch_load,
+                               TorchLoadError)
+
+@pytest.fixture(autouse=True)
+def _clang():
+  old = Device.DEFAULT
+  Device.DEFAULT = "CLANG"
+  yield
+  Device.DEFAULT = old
+
+class Net:
+  def __init__(self):
+    self.l1 = nn.Linear(3, 4)
+    self.blocks = [nn.LayerNorm(4), {"head": nn.Linear(4, 2, bias=False)}]
+    self.shared = self.l1.weight  # the same tensor under two names
+    self.name, self.scale = "net", 2.0
+
+def test_get_state_dict_names_and_parameters():
+  net = Net()
+  sd = get_state_dict(net)
+  assert sorted(sd) == ["blocks.0.bias", "blocks.0.weight", "blocks.1.head.weight", "l1.bias", "l1.weight", "shared"]
+  params = get_parameters(net)
+  assert len(params) == 5 and any(p is net.l1.weight for p in params)
+
+def test_load_state_dict_roundtrip_in_place():
+  a, b = Net(), Net()
+  b.l1.weight.realize()
+  buf = b.l1.weight.lazydata.base.buffer
+  loaded = load_state_dict(b, get_state_dict(a))
+  assert "l1.weight" in loaded
+  for k, v in get_state_dict(a).items(): np.testing.assert_array_equal(get_state_dict(b)[k].numpy(), v.numpy())
+  assert b.l1.weight.lazydata.base.buffer is buf  # written in place, so a captured TinyJit still sees it
+
+def test_load_state_dict_errors():
+  net = Net()
+  sd = dict(get_state_dict(Net()))
+  del sd["l1.bias"]
+  sd["extra.weight"] = Tensor.zeros(2)
+  with pytest.raises(ValueError) as e: load_state_dict(net, sd)
+  msg = str(e.value)
+  assert "missing keys" in msg and "l1.bias" in msg and "unexpected keys" in msg and "extra.weight" in msg and "strict=False" in msg
+  assert load_state_dict(net, sd, strict=False)  # allowed without strict
+  sd["l1.weight"] = Tensor.zeros(5, 5)
+  with pytest.raises(ValueError, match=r"shape mismatch: l1.weight: model \(4, 3\), state dict \(5, 5\)"): load_state_dict(net, sd, strict=False)
+
+def test_load_state_dict_casts_dtype():
+  lin = nn.Linear(2, 2)
+  load_state_dict(lin, {"weight": Tensor([[1, 2], [3, 4]], dtype=dtypes.int32), "bias": Tensor([0.5, 0.5])})
+  assert lin.weight.dtype == dtypes.float32 and lin.weight.numpy().tolist() == [[1, 2], [3, 4]]
+
+# *** safetensors ***
+
+def _sample() -> dict:
+  return {"f32": Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)), "f16": Tensor(np.array([1.5, -2], np.float16)),
+          "i64": Tensor(np.array([[1, -2**40]], np.int64)), "u8": Tensor(np.array([0, 255], np.uint8)), "bool": Tensor([True, False, True]),
+          "scalar": Tensor(np.float32(3.0)), "bf16": Tensor([1.0, -2.5, 3.0], dtype=dtypes.bfloat16)}
+
+def test_safetensors_roundtrip(tmp_path):
+  fn = tmp_path / "m.safetensors"
+  ts = _sample()
+  safe_save(ts, fn, metadata={"format": "pt", "step": 3})
+  back = safe_load(fn)
+  assert list(back) == list(ts)
+  for k, t in ts.items():
+    assert back[k].dtype == t.dtype and back[k].shape == t.shape, k
+    np.testing.assert_array_equal(back[k].numpy(), t.numpy())
+  header, meta = safe_load_metadata(fn)
+  assert meta == {"format": "pt", "step": "3"} and header["f32"] == {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}
+  raw = fn.read_bytes()
+  assert (8 + struct.unpack("<Q", raw[:8])[0]) % 8 == 0  # data starts aligned
+  assert safe_load(raw)["u8"].numpy().tolist() == [0, 255]  # bytes work as well as paths
+
+def test_safetensors_vs_package(tmp_path):
+  st = pytest.importorskip("safetensors.numpy")
+  ts = {k: v for k, v in _sample().items() if k != "bf16"}
+  safe_save(ts, tmp_path / "ours.safetensors", metadata={"a": "b"})
+  theirs = st.load_file(str(tmp_path / "ours.safetensors"))
+  for k, t in ts.items(): np.testing.assert_array_equal(theirs[k], t.numpy())
+  st.save_file({"x": np.arange(10, dtype=np.int32).reshape(2, 5), "y": np.ones((3,), np.float64)}, str(tmp_path / "theirs.safetensors"),
+               metadata={"k": "v"})
+  back = safe_load(tmp_path / "theirs.safetensors")
+  assert back["x"].numpy().tolist() == np.arange(10).reshape(2, 5).tolist() and back["y"].dtype == dtypes.float64
+  assert safe_load_metadata(tmp_path / "theirs.safetensors")[1] == {"k": "v"}
+
+def test_safetensors_errors(tmp_path):
+  with pytest.raises(FileNotFoundError, match="nope.safetensors"): safe_load(tmp_path / "nope.safetensors")
+  bad = tmp_path / "bad.safetensors"
+  hb = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+  bad.write_bytes(struct.pack("<Q", len(hb)) + hb + b"\0" * 8)  # 8 of 16 data bytes
+  with pytest.raises(ValueError, match="'w'"): safe_load(bad)
+  bad.write_bytes(struct.pack("<Q", 1000) + b"{}")
+  with pytest.raises(ValueError, match="runs past the end"): safe_load(bad)
+
+def test_model_through_safetensors(tmp_path):
+  a, b = Net(), Net()
+  safe_save(get_state_dict(a), tmp_path / "net.safetensors")
+  load_state_dict(b, safe_load(tmp_path / "net.safetensors"))
+  x = Tensor(np.ones((1, 3), np.float32))
+  np.testing.assert_allclose(b.l1(x).numpy(), a.l1(x).numpy())
+
+# *** torch_load ***
+
+def _g(mod: str, name: str) -> bytes: return b"c" + mod.encode() + b"\n" + name.encode() + b"\n"
+def _s(x: str) -> bytes: return b"X" + struct.pack("<I", len(x.encode())) + x.encode()
+def _i(n: int) -> bytes: return b"J" + struct.pack("<i", n)
+def _tup(*items: bytes) -> bytes: return b"(" + b"".join(items) + b"t"
+
+def _handmade_pt(tensors: dict, extra_global: tuple | None = None) -> bytes:
+  """A .pt file as torch.save writes it (zip: data.pkl, data/<key>, byteorder, version), built without torch:
+  name -> (float32 storage values, offset, size, stride)."""
+  entries, storages = b"", {}
+  for n, (key, (vals, off, size, stride)) in enumerate(tensors.items()):
+    storages[str(n)] = np.asarray(vals, np.float32).tobytes()
+    pid = _tup(_s("storage"), _g("torch", "FloatStorage"), _s(str(n)), _s("cpu"), _i(len(vals)))
+    args = _tup(pid + b"Q", _i(off), _tup(*map(_i, size)), _tup(*map(_i, stride)), b"\x89", _g("collections", "OrderedDict") + b")R")
+    entries += _s(key) + _g("torch._utils", "_rebuild_tensor_v2") + args + b"R"
+  if extra_global: entries += _s("evil") + _g(*extra_global) + _tup(_s("echo hi")) + b"R"
+  pkl = b"\x80\x02" + _g("collections", "OrderedDict") + b")R(" + entries + b"u."
+  out = io.BytesIO()
+  with zipfile.ZipFile(out, "w") as zf:
+    zf.writestr("archive/data.pkl", pkl)
+    zf.writestr("archive/byteorder", "little")
+    zf.writestr("archive/version", "3\n")
+    for k, v in storages.items(): zf.writestr(f"archive/data/{k}", v)
+  return out.getvalue()
+
+def test_torch_load_handmade(tmp_path):
+  fn = tmp_path / "hand.pt"
+  # "t" is a transposed view: stride (1, 3) over a 2x3 storage; "o" starts at an offset
+  fn.write_bytes(_handmade_pt({"w": (range(6), 0, (2, 3), (3, 1)), "t": (range(6), 0, (3, 2), (1, 3)), "o": (range(6), 2, (2,), (1,))}))
+  sd = torch_load(fn)
+  assert list(sd) == ["w", "t", "o"]
+  assert sd["w"].numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+  assert sd["t"].numpy().tolist() == [[0, 3], [1, 4], [2, 5]]
+  assert sd["o"].numpy().tolist() == [2, 3]
+
+def test_torch_load_refuses_code(tmp_path):
+  fn = tmp_path / "evil.pt"
+  fn.write_bytes(_handmade_pt({"w": ([1.0], 0, (1,), (1,))}, extra_global=("os", "system")))
+  with pytest.raises(TorchLoadError, match="os.system"): torch_load(fn)
+  with pytest.raises(TorchLoadError):
+    torch_load(pickle.dumps({"x": 1}))  # a plain pickle is neither a zip nor a legacy torch file
+
+def test_torch_load_from_torch(tmp_path):
+  torch = pytest.importorskip("torch")
+  lin = torch.nn.Linear(3, 2)
+  base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+  obj = {"model": lin.state_dict(), "t": base.T, "slice": base[1], "bf16": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
+         "i64": torch.tensor([[1, 2]], dtype=torch.int64), "half": torch.ones(2, dtype=torch.float16), "step": 7, "names": ["a", "b"]}
+  for zip_format in (True, False):
+    fn = tmp_path / f"t{zip_format}.pt"
+    torch.save(obj, fn, _use_new_zipfile_serialization=zip_format)
+    back = torch_load(fn)
+    assert back["step"] == 7 and back["names"] == ["a", "b"]
+    np.testing.assert_array_equal(back["model"]["weight"].numpy(), lin.weight.detach().numpy())
+    np.testing.assert_array_equal(back["t"].numpy(), base.T.numpy())
+    np.testing.assert_array_equal(back["slice"].numpy(), base[1].numpy())
+    assert back["bf16"].dtype == dtypes.bfloat16 and back["bf16"].numpy().tolist() == [1.5, -2.0]
+    assert back["i64"].dtype == dtypes.int64 and back["half"].dtype == dtypes.float16
+  # a torch model's weights load into the same layer of ours
+  ours = nn.Linear(3, 2)
+  load_state_dict(ours, torch_load(tmp_path / "tTrue.pt")["model"])
+  x = np.ones((1, 3), np.float32)
+  np.testing.assert_allclose(ours(Tensor(x)).numpy(), lin(torch.tensor(x)).detach().numpy(), atol=1e-6)
