@@ -163,8 +163,11 @@ def _message(rep: pytest.TestReport) -> str:
   if lr is None: return ""
   if isinstance(lr, tuple): return str(lr[2])
   crash = getattr(lr, "reprcrash", None)
-  if crash is not None and getattr(crash, "message", None): return str(crash.message)
-  return str(lr).strip().splitlines()[-1] if str(lr).strip() else ""
+  if crash is not None and getattr(crash, "message", None): msg = str(crash.message)
+  else: msg = str(lr).strip().splitlines()[-1] if str(lr).strip() else ""
+  for prefix in ("tinycore_conformance.values.Mismatch: ", "AssertionError: "):  # the message says it all
+    if msg.startswith(prefix): msg = msg[len(prefix):]
+  return msg
 
 _RANK = {"pass": 0, "not-run": 1, "not-declared": 1, "xfail": 2, "xpass": 2, "fail": 3}
 

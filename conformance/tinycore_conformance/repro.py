@@ -33,7 +33,7 @@ def uops_code(uops: list[UOp]) -> str:
 def array_code(a: np.ndarray) -> str:
   a = np.ascontiguousarray(a).reshape(-1)
   head = ", ".join(str(x) for x in a[:6].tolist()) + (", ..." if a.size > 6 else "")
-  return f"np.frombuffer(bytes.fromhex('{a.view(np.uint8).tobytes().hex()}'), dtype=np.{a.dtype.name}).copy()  # [{head}]"
+  return f"np.frombuffer(bytes.fromhex('{a.view(np.uint8).tobytes().hex()}'), dtype=np.{a.dtype.name}).copy(),  # [{head}]"
 
 PRELUDE = """import numpy as np
 from tinycore.device import Device
@@ -61,7 +61,7 @@ def run(renderer, compiler, allocator, program, device, execute=True):
 def program_repro(title: str, uops: list[UOp], bufs: list[np.ndarray], device: str, compile_only: bool, src: str | None,
                   global_size=(1, 1, 1), local_size: Any = (1, 1, 1), vals=(), note: str = "") -> str:
   lines = [f"# reproduction: {title} on {device}" + (f" ({note})" if note else ""), PRELUDE, uops_code(uops)]
-  lines.append("bufs = [\n" + "".join(f"  {array_code(b)},\n" for b in bufs) + "]")
+  lines.append("bufs = [\n" + "".join(f"  {array_code(b)}\n" for b in bufs) + "]")
   lines.append(RUNNER.format(gs=tuple(global_size), ls=local_size if local_size is None else tuple(local_size), vals=tuple(vals)))
   if compile_only:
     lines.append(f"from tinycore.plugin import registry\nregistry.load()\nr = registry.pm.hook.tinycore_renderer(device={device!r})\n"
@@ -77,6 +77,12 @@ for i, (g, w) in enumerate(zip(got, want)):
   out = "\n".join(lines)
   if src is not None: out += "\n\n# --- the kernel source the device rendered (as it ran in the suite) ---\n" + src
   return out
+
+def readable(renderer, src: str | None) -> str | None:
+  """A renderer's own readable listing of its source where it has one (the PYTHON device pickles its program)."""
+  if src is None or not hasattr(renderer, "describe"): return src
+  try: return renderer.describe(src)
+  except Exception: return src
 
 class Repro:
   """Filled in by a test; rendered only when it fails and --repro is given."""
@@ -101,4 +107,5 @@ def case_repro(case, target, src: str | None) -> str:
   rsrc = None
   try: rsrc = target.renderer.render("repro", p.uops())
   except Exception as e: rsrc = f"(rendering this case alone raises {type(e).__name__}: {e})\n--- source of the batched kernel ---\n{src}"
-  return program_repro(case.key, p.uops(), [a for _, a in case.bufs], target.device, target.compile_only, rsrc, gs, ls, (), note)
+  return program_repro(case.key, p.uops(), [a for _, a in case.bufs], target.device, target.compile_only, readable(target.renderer, rsrc),
+                       gs, ls, (), note)

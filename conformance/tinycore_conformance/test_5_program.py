@@ -9,7 +9,7 @@ from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 from tinycore_conformance.target import Prog, execute, reference
-from tinycore_conformance.repro import program_repro
+from tinycore_conformance.repro import program_repro, readable
 from tinycore_conformance.values import compare
 from tinycore_conformance.bugs import known_bug
 
@@ -28,7 +28,7 @@ class Launch:
     self.target, self.prog, self.bufs, self.gs, self.ls, self.vals = target, prog, bufs, gs, ls, vals
     self.uops = prog.uops()
     self.src, self.lib = target.compile(prog.name, self.uops)
-    repro.add(lambda: program_repro(prog.name, self.uops, bufs, target.device, target.compile_only, self.src, gs,
+    repro.add(lambda: program_repro(prog.name, self.uops, bufs, target.device, target.compile_only, readable(target.renderer, self.src), gs,
                                     ls if target.renderer.has_local else None, vals))
   def run(self) -> tuple[list[np.ndarray], float | None]:
     self.target.require_runtime()

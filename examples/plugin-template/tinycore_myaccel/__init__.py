@@ -1,0 +1,82 @@
+"""tinycore backend for MyAccel (a template: every part is declared, nothing is implemented yet).
+
+As it stands it passes level 1 of the conformance suite (it is found, loads, and its hooks build parts of the right
+types) and fails level 2, each failure saying what to implement next. Work through the TODOs in level order:
+
+  python -m tinycore_conformance MYACCEL --level 2      # allocator
+  python -m tinycore_conformance MYACCEL --level 3      # compiler
+  python -m tinycore_conformance MYACCEL --level 4      # renderer (the big one)
+  python -m tinycore_conformance MYACCEL                # program, tensor, model: all 7 levels
+
+The guide is docs/writing-a-backend.md in the tinycore repository."""
+from __future__ import annotations
+from typing import Any, Sequence
+from tinycore.device import Allocator, BufferSpec, Compiler, Program
+from tinycore.dtype import dtypes
+from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.renderer import Renderer
+from tinycore.uop.uop import UOp
+
+# The tinycore API this plugin is written against. tinycore refuses plugins built for another major version.
+TINYCORE_API_VERSION = "1.0.0"
+DEVICE = "MYACCEL"
+GUIDE = "docs/writing-a-backend.md"
+
+def todo(level: int, what: str) -> NotImplementedError:
+  return NotImplementedError(f"TODO(myaccel, level {level}): implement {what} (see {GUIDE}, level {level})")
+
+def available() -> str | None:
+  """None when the device can be used here, else why not (a user reads this in `python -m tinycore devices`).
+  TODO(level 1): look for your driver/runtime and return e.g. 'libmyaccel.so not found' when it is missing."""
+  return None
+
+class MyAllocator(Allocator):
+  """Device memory. TODO(level 2): implement these four; `opaque` is whatever handle your runtime uses for a buffer.
+  Optional, each a declared capability the suite then tests: _offset(buf, size, offset) for zero-copy views,
+  _as_buffer(buf) -> memoryview for zero-copy host access, _transfer(dest, src, nbytes, src_dev, dest_dev) for
+  device-to-device copies, synchronize(). Raise MemoryError when an allocation cannot succeed."""
+  def _alloc(self, size: int, options: BufferSpec) -> Any: raise todo(2, f"MyAllocator._alloc: return a handle to {size} bytes of device memory")
+  def _free(self, opaque: Any, options: BufferSpec) -> None: raise todo(2, "MyAllocator._free: release a buffer")
+  def _copyin(self, dest: Any, src: memoryview) -> None: raise todo(2, "MyAllocator._copyin: copy host bytes into a device buffer")
+  def _copyout(self, dest: memoryview, src: Any) -> None: raise todo(2, "MyAllocator._copyout: copy a device buffer's bytes to the host")
+
+class MyCompiler(Compiler):
+  """Source -> binary. TODO(level 3): compile with your toolchain; raise tinycore.device.CompileError carrying the
+  compiler's own message when the source is broken. The cache key names the toolchain (compiler, version, target, flags):
+  compiled kernels are cached on disk under it."""
+  cachekey = "myaccel:TODO-toolchain-version"
+  def compile(self, src: str) -> bytes: raise todo(3, "MyCompiler.compile: turn rendered source into a loadable binary")
+
+class MyRenderer(Renderer):
+  """Linear UOp program -> source. TODO(level 4): render every op of the op set for every dtype you declare. For a
+  C-like language, subclass tinycore.renderer.cstyle.CStyleLanguage instead of Renderer and change its spellings."""
+  def __init__(self) -> None:
+    # Declare only what you support: the suite tests exactly this, and reports the rest as not declared.
+    super().__init__(device=DEVICE, has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=(1,),
+                     dtypes=(dtypes.bool, dtypes.int32, dtypes.float32))
+  def render(self, name: str, uops: list[UOp]) -> str: raise todo(4, "MyRenderer.render: the source of a kernel from its linear UOp program")
+
+class MyProgram(Program):
+  """A loaded kernel. TODO(level 5): load `lib` in __init__; in __call__ launch it on the buffers (in DEFINE_GLOBAL number
+  order) with the values of its DEFINE_VARs (sorted by name); with wait=True block and return the run time in seconds."""
+  def __init__(self, device: str, name: str, lib: bytes):
+    super().__init__(device, name, lib)
+  def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = None,
+               vals: Sequence[int] = (), wait: bool = False) -> float | None:
+    raise todo(5, "MyProgram.__call__: launch the kernel")
+
+def _mine(device: str) -> bool: return device.split(":")[0] == DEVICE
+
+# *** the hooks tinycore calls. Each returns None for devices that are not this plugin's. ***
+
+@hookimpl
+def tinycore_devices() -> list[DeviceSpec]:
+  return [DeviceSpec(DEVICE, priority=1, api_version=TINYCORE_API_VERSION, check=available, description="MyAccel (template)")]
+@hookimpl
+def tinycore_allocator(device: str) -> Allocator | None: return MyAllocator() if _mine(device) else None
+@hookimpl
+def tinycore_renderer(device: str) -> Renderer | None: return MyRenderer() if _mine(device) else None
+@hookimpl
+def tinycore_compiler(device: str) -> Compiler | None: return MyCompiler() if _mine(device) else None
+@hookimpl
+def tinycore_program(device: str) -> type[Program] | None: return MyProgram if _mine(device) else None
