@@ -57,12 +57,13 @@ def lower_item(si: ScheduleItem) -> Runner | None:
   if si.ast.op is Ops.COPY: return CopyRunner(si.bufs[0].device, si.bufs[1].device)
   return None  # EMPTY: allocation is all
 
-def _bufs_vars(bufs: tuple[Buffer, ...], ast: UOp) -> list[UOp]:
-  return sorted({u for u in ast.toposort() if u.op is Ops.DEFINE_VAR}, key=lambda v: v.arg)
+# TinyJit pushes a list here while it captures: every kernel run meanwhile is recorded into the innermost one
+capturing: list[list[tuple[Runner, list[Buffer]]]] = []
 
 def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
-  """Run every item in order; `capture` (used by TinyJit) collects (runner, buffers) as they run."""
+  """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
   var_vals = var_vals or {}
+  if capture is None and capturing: capture = capturing[-1]
   for si in schedule:
     for b in si.bufs: b.ensure_allocated()
     runner = lower_item(si)
@@ -83,4 +84,4 @@ def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], ji
     print(f"{colored('***', 'magenta' if jit else 'green')} {runner.device[:7]:7s} {GlobalCounters.kernel_count:4d} "
           f"{runner.display_name:40s} arg {len(bufs):3d} mem {GlobalCounters.mem_used/1e9:5.2f} GB {tm} {rate}")
 
-__all__: list[Any] = ["run_schedule", "get_runner", "CompiledRunner", "Runner", "method_cache", "exec_runner"]
+__all__: list[Any] = ["run_schedule", "get_runner", "CompiledRunner", "Runner", "method_cache", "exec_runner", "capturing"]
