@@ -29,7 +29,7 @@ class Model:
     return self.l3(x.flatten(1).dropout(0.5))
 
 def main() -> int:
-  try: X_train, Y_train, X_test, Y_test = nn.datasets.mnist(os.getenv("MNIST_PATH") or None)
+  try: X_train, Y_train, X_test, Y_test = nn.datasets.mnist()
   except FileNotFoundError as e:
     print(f"examples/mnist.py: the MNIST files are not here, so there is nothing to train on.\n  {e}\n"
           "Set MNIST_PATH to a directory with the four IDX files (raw or .gz); examples/train_digits.py needs no files.", file=sys.stderr)
