@@ -155,3 +155,11 @@ def test_bound_variable_is_passed_to_kernels():
   def f(x: Tensor, n) -> Tensor: return (x + 1).sum()
   for i in range(1, 4): assert f(Tensor([1.0, 2.0]), v.bind(i)).item() == 5
   with pytest.raises(JitError, match="Variables"): f(Tensor([1.0, 2.0]), Variable("m", 1, 10).bind(2))
+
+def test_nested_jit_replay_is_recorded_by_outer_capture():
+  @TinyJit
+  def inner(x: Tensor) -> Tensor: return x * 2
+  @TinyJit
+  def outer(x: Tensor) -> Tensor: return inner(x) + 1
+  for i in range(2): inner(Tensor([float(i)]))  # inner is captured and replays from now on
+  for i in range(4): assert outer(Tensor([float(i)])).item() == 2 * i + 1

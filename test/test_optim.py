@@ -131,3 +131,8 @@ def test_schedules():
   f = optim.cosine_lr(1.0, 10, warmup_steps=2, min_lr=0.1)
   assert f(0) == pytest.approx(0.5) and f(1) == pytest.approx(1.0) and f(10) == pytest.approx(0.1)
   assert optim.step_lr(1.0, 5, 0.5)(11) == pytest.approx(0.25)
+
+def test_sgd_momentum_on_python_device():
+  torch = pytest.importorskip("torch")
+  Device.DEFAULT = "PYTHON"
+  _check(_ours(lambda p: optim.SGD(p, lr=0.1, momentum=0.9), steps=2), _torch(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), steps=2))
