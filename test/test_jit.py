@@ -163,3 +163,21 @@ def test_nested_jit_replay_is_recorded_by_outer_capture():
   def outer(x: Tensor) -> Tensor: return inner(x) + 1
   for i in range(2): inner(Tensor([float(i)]))  # inner is captured and replays from now on
   for i in range(4): assert outer(Tensor([float(i)])).item() == 2 * i + 1
+
+def test_batchnorm_running_stats_advance_in_replays():
+  def run(jit: bool) -> np.ndarray:
+    bn = nn.BatchNorm(3)
+    opt = optim.SGD(nn.state.get_parameters(bn), lr=0.1)
+    def step(x: Tensor) -> Tensor:
+      with Tensor.train():
+        opt.zero_grad()
+        loss = bn(x).square().mean().backward()
+        opt.step()
+      return loss
+    f = TinyJit(step) if jit else step
+    data = np.random.default_rng(5)
+    for _ in range(4): f(Tensor(data.standard_normal((4, 3)).astype(np.float32) * 2 + 1))
+    return np.concatenate([bn.running_mean.numpy(), bn.running_var.numpy(), bn.num_batches_tracked.numpy()])
+  ours = run(True)
+  np.testing.assert_allclose(ours, run(False), rtol=1e-5)
+  assert ours[-1] == 4
