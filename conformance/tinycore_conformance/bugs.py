@@ -32,6 +32,14 @@ BUGS: dict[str, Bug] = {
     "passes them sorted by the variables' arg (ProgramSpec.vars) and the C-style renderers order kernel arguments by name",
     lambda target, dt: _python_program(target),
     "see test_5_program.py::test_var_order --repro: a program listing DEFINE_VAR n before m, run with vals=(m, n)"),
+  "eager_iota": Bug(
+    "tinycore/tensor.py: Tensor._iota (and Tensor.arange) compute their values on the host and copy them into a device "
+    "buffer while the graph is built, so ops using them (argmax, one_hot, cumsum, ...) need the device's allocator even "
+    "to be scheduled: in --compile-only mode on a machine without the hardware they raise DeviceError instead of compiling",
+    lambda target, dt: target.compile_only and target.entry is not None and target.entry.reason() is not None,
+    "from tinycore import Tensor\n"
+    "t = Tensor.empty(5, 12, device='CUDA')  # on a machine without an NVIDIA driver: nothing is allocated\n"
+    "t.argmax(axis=1).schedule()  # raises DeviceError (no libcuda.so): _iota copies host data into a CUDA buffer"),
 }
 
 def _python_program(target: Any) -> bool:
