@@ -4,7 +4,7 @@
     def step(x: Tensor) -> Tensor: ...
 
 Call 1 runs the function normally (it compiles its kernels and realizes any state it creates). Call 2 runs it again
-while recording every kernel it runs with the buffers it ran on (`run_schedule(..., capture=list)`). From call 3 on,
+while recording every kernel it runs with the buffers it ran on (run_schedule records into `realize.capturing`). From call 3 on,
 the function is not called: the recorded kernels run again, with the buffers of the new input Tensors put where the
 inputs of call 2 were. What the function returned at call 2 is returned again, its buffers holding the new results.
 
@@ -18,7 +18,7 @@ device or view differs from call 2's raises JitError naming both (the captured k
 layout); `jit.reset()` forgets the capture so the next calls warm up and capture again. JIT=0 turns capturing off:
 the function simply runs every time."""
 from __future__ import annotations
-import functools, sys
+import functools
 from typing import Any, Callable, Generic, TypeVar
 from tinycore.tensor import Tensor
 from tinycore.device import Buffer
@@ -32,29 +32,13 @@ ReturnType = TypeVar("ReturnType")
 class JitError(RuntimeError):
   """A call that the captured kernels cannot serve (changed inputs), or a function that cannot be captured."""
 
-# *** capturing: while a capture runs, every run_schedule records into the innermost capture list ***
-
-_captures: list[tuple[list[tuple[Runner, list[Buffer]]], dict[UOp, int]]] = []
-_orig_run_schedule = _realize.run_schedule
-
-def _run_schedule_capturing(schedule: list, var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
-  if _captures and capture is None:
-    cap, vv = _captures[-1]
-    return _orig_run_schedule(schedule, {**vv, **(var_vals or {})}, capture=cap)
-  return _orig_run_schedule(schedule, var_vals, capture=capture)
+# *** capturing: realize.capturing is a stack of lists; run_schedule records every kernel into the innermost one ***
 
 class _capturing:
-  """Route every run_schedule of the core (Tensor.realize calls it) through the capture list while active."""
-  def __init__(self, cap: list, var_vals: dict[UOp, int]): self.cap, self.var_vals = cap, var_vals
-  def __enter__(self) -> None:
-    _captures.append((self.cap, self.var_vals))
-    self.patched = [m for name, m in list(sys.modules.items())
-                    if name.startswith("tinycore") and m is not None and getattr(m, "run_schedule", None) is _orig_run_schedule]
-    for m in self.patched: m.run_schedule = _run_schedule_capturing  # type: ignore[attr-defined]
+  def __init__(self, cap: list): self.cap = cap
+  def __enter__(self) -> None: _realize.capturing.append(self.cap)
   def __exit__(self, *exc: Any) -> None:
-    _captures.pop()
-    if not _captures:
-      for m in self.patched: m.run_schedule = _orig_run_schedule  # type: ignore[attr-defined]
+    if _realize.capturing and _realize.capturing[-1] is self.cap: _realize.capturing.pop()
 
 # *** inputs ***
 
@@ -100,7 +84,7 @@ class CapturedJit(Generic[ReturnType]):
       run_bufs = [input_bufs[self.input_replace[(j, i)]] if b is None else b for i, b in enumerate(bufs)]
       for b in run_bufs: b.ensure_allocated()
       exec_runner(runner, run_bufs, var_vals, jit=True)
-      if _captures: _captures[-1][0].append((runner, run_bufs))  # a jit replayed inside another's capture
+      if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
     return self.ret
 
 class TinyJit(Generic[ReturnType]):
@@ -146,7 +130,7 @@ class TinyJit(Generic[ReturnType]):
 
     # cnt == 1: run it again, recording every kernel
     kernels: list[tuple[Runner, list[Buffer]]] = []
-    with _capturing(kernels, var_vals):
+    with _capturing(kernels):
       ret = self.fxn(*args, **kwargs)
       if (outs := _walk_tensors(ret)): Tensor.realize(*outs)
     if any(not t.lazydata.is_realized() for _, t in tensors):
