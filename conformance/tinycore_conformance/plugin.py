@@ -62,12 +62,12 @@ def capability(item: pytest.Item) -> tuple[int, str, str]:
   layer = int(item.module.LAYER)  # type: ignore[attr-defined]
   raw = getattr(getattr(item, "callspec", None), "params", {})
   # a parameter may carry its own report row: `cap_group` (used for its placeholder) and `cap_dtype`
-  params = {k: str(getattr(v, "cap_group")) if hasattr(v, "cap_group") else _label(v) for k, v in raw.items()}
+  params = {k: str(v.cap_group) if hasattr(v, "cap_group") else _label(v) for k, v in raw.items()}
   m = item.get_closest_marker("cap")
   group = m.args[0].format(**params) if m is not None and m.args else item.originalname.removeprefix("test_")  # type: ignore[attr-defined]
   dtype = params.get("dtype", m.kwargs.get("dtype", "-") if m is not None else "-")
   for v in raw.values():
-    if hasattr(v, "cap_dtype"): dtype = str(getattr(v, "cap_dtype"))
+    if hasattr(v, "cap_dtype"): dtype = str(v.cap_dtype)
   return layer, group, dtype
 
 class State:

@@ -115,7 +115,8 @@ class Report:
   def header(self) -> str:
     total = {o: sum(1 for r in self.records if r.outcome == o) for o in OUTCOMES}
     return (f"device: {self.device}" + (f" (plugin {self.plugin})" if self.plugin else "") +
-            f"; mode: {'compile-only' if self.compile_only else 'run'}; levels 1-{self.max_level}" + (f"; {self.selection}" if self.selection else "") +
+            f"; mode: {'compile-only' if self.compile_only else 'run'}; levels 1-{self.max_level}" +
+            (f"; {self.selection}" if self.selection else "") +
             f"; {self.when}\ntests: " + ", ".join(f"{v} {k}" for k, v in total.items()))
 
   def markdown(self) -> str:

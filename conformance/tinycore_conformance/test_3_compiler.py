@@ -30,7 +30,8 @@ def test_real_kernel_compiles(target, which, repro):
   for p in specs:
     repro.add(lambda p=p: f"# kernel {p.name} as the renderer of {target.device} renders it:\n{p.src}")
     lib = target.compiler.compile(p.src)
-    assert isinstance(lib, (bytes, bytearray)) and len(lib) > 0, f"compile() must return the binary as non-empty bytes, got {type(lib).__name__} {lib!r:.60}"
+    assert isinstance(lib, (bytes, bytearray)) and len(lib) > 0, \
+      f"compile() must return the binary as non-empty bytes, got {type(lib).__name__} {lib!r:.60}"
     if not target.compile_only: target.program(target.device, p.name, bytes(lib))
 
 def _broken(target) -> str:
@@ -76,7 +77,8 @@ def test_cachekey_stable(target):
   from tinycore.plugin import registry
   registry.load()
   again = registry.pm.hook.tinycore_compiler(device=target.device)
-  assert again is not None and again.cachekey == key, f"a second compiler for {target.device} has cache key {getattr(again, 'cachekey', None)!r}, the first {key!r}"
+  assert again is not None and again.cachekey == key, \
+    f"a second compiler for {target.device} has cache key {getattr(again, 'cachekey', None)!r}, the first {key!r}"
   src = programs_for(target, _kernels(target.device, "reduce"))[0].src
   one, two = target.compiler.compile_cached(src), target.compiler.compile_cached(src)
   assert one == two, "compile_cached returned different binaries for the same source"

@@ -144,7 +144,8 @@ def cast_case(src: DType, dst: DType) -> Case:
   key = f"CAST {dtname(src)} -> {dtname(dst)}"
   seed = seed_of("cast", src.name, dst.name)
   rng = np.random.default_rng(seed)
-  vals = to_storage(edges(src) + randoms(src, 40, rng, 1e3 if is_float(src) else 50.0) + ([0.1, 1 / 3, 1e-5, 65504.0, 1e30] if is_float(src) else []), src)
+  extra = [0.1, 1 / 3, 1e-5, 65504.0, 1e30] if is_float(src) else []
+  vals = to_storage(edges(src) + randoms(src, 40, rng, 1e3 if is_float(src) else 50.0) + extra, src)
   if is_float(src) and is_int(dst):  # float -> int is defined only where the truncated value fits
     f = as_float(vals, src)
     with np.errstate(invalid="ignore"): t = np.trunc(f)
@@ -317,7 +318,8 @@ def gated_load_case(dt: DType) -> Case:
     r = p.loop(n)
     gate = UOp(Ops.CMPLT, dtypes.bool, (Prog.i32(2), r))
     idx = UOp(Ops.ADD, dtypes.int32, (r, Prog.i32(-3)))
-    p.store(gl[0], r, Prog.load(gl[1], idx, gate, Prog.const(dt, dtypes.as_const(alt, dt) if not (isinstance(alt, float) and math.isnan(alt)) else alt)))
+    alt_c = dtypes.as_const(alt, dt) if not (isinstance(alt, float) and math.isnan(alt)) else alt
+    p.store(gl[0], r, Prog.load(gl[1], idx, gate, Prog.const(dt, alt_c)))
     p.end(r)
   return Case(key, [(dt, sentinel(dt, n)), (dt, x)], build, lambda got, want: compare(got[0], want[0], dt, what=key))
 

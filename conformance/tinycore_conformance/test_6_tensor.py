@@ -87,15 +87,18 @@ F32 = "float32"
 def f32(*shape: int, kind: str = "any") -> str: return gen(F32, shape, kind)
 def s32(*shape: int) -> str: return gen(F32, shape, "small")
 
-MATH = [TC(f"{n} {dt}", "float math", (gen(dt, (4, 9), k),), e, r, dtype=dt, **(dict(rtol=3e-3, atol=3e-3) if dt == "float16" else dict(rtol=2e-5, atol=1e-6)))
+def _mtol(dt: str) -> dict: return dict(rtol=3e-3, atol=3e-3) if dt == "float16" else dict(rtol=2e-5, atol=1e-6)
+MATH = [TC(f"{n} {dt}", "float math", (gen(dt, (4, 9), k),), e, r, dtype=dt, **_mtol(dt))
         for dt in ("float16", "float32", "float64")
-        for n, k, e, r in [("exp", "small", "a.exp()", "np.exp(a)"), ("log", "pos", "a.log()", "np.log(a)"), ("sqrt", "pos", "a.sqrt()", "np.sqrt(a)"),
+        for n, k, e, r in [("exp", "small", "a.exp()", "np.exp(a)"), ("log", "pos", "a.log()", "np.log(a)"),
+                           ("sqrt", "pos", "a.sqrt()", "np.sqrt(a)"),
                            ("sin", "small", "a.sin()", "np.sin(a)"), ("reciprocal", "pos", "a.reciprocal()", "1 / a")]]
 MATH += [TC(n, "float math", (f32(6, 11, kind=k),), e, r, rtol=2e-5, atol=1e-6, dtype=F32) for n, k, e, r in [
   ("cos", "small", "a.cos()", "np.cos(a)"), ("sigmoid", "small", "a.sigmoid()", "R.sigmoid(a)"), ("tanh", "small", "a.tanh()", "np.tanh(a)"),
   ("relu", "any", "a.relu()", "np.maximum(a, 0)"), ("abs", "any", "a.abs()", "np.abs(a)"), ("pow", "pos", "a ** 2.5", "a.astype(np.float64) ** 2.5"),
   ("exp2", "small", "a.exp2()", "np.exp2(a)"), ("log2", "pos", "a.log2()", "np.log2(a)"), ("clip", "any", "a.clip(-3, 4)", "np.clip(a, -3, 4)"),
-  ("div", "pos", "a / (a + 1)", "a / (a + 1)"), ("chain", "small", "((a * 3).exp() + 1).log() - a.sqrt().abs()", "np.log(np.exp(a*3.0)+1) - np.abs(np.sqrt(a))")]]
+  ("div", "pos", "a / (a + 1)", "a / (a + 1)"),
+  ("chain", "small", "((a * 3).exp() + 1).log() - a.sqrt().abs()", "np.log(np.exp(a*3.0)+1) - np.abs(np.sqrt(a))")]]
 
 REDUCE = [TC(n, "reduce", ins, e, r, rtol=1e-5, atol=1e-4, dtype=F32, bug="eager_iota" if "argmax" in e else "") for n, ins, e, r in [
   ("sum all", (f32(9, 13),), "a.sum()", "a.astype(np.float64).sum()"),
@@ -107,7 +110,8 @@ REDUCE = [TC(n, "reduce", ins, e, r, rtol=1e-5, atol=1e-4, dtype=F32, bug="eager
   ("large sum", (f32(1, 16384, kind="pos"),), "a.sum(axis=1)", "a.astype(np.float64).sum(axis=1)"),
   ("large max", (f32(4, 8192),), "a.max(axis=1)", "a.max(axis=1)"),
   ("sum of permuted", (f32(6, 10),), "a.permute(1, 0).sum(axis=1)", "a.T.sum(axis=1)"),
-  ("reduce then elementwise", (f32(6, 10), f32(6, 1)), "(a.sum(axis=1, keepdim=True) * b + a).max(axis=1)", "(a.sum(axis=1, keepdims=True) * b + a).max(axis=1)"),
+  ("reduce then elementwise", (f32(6, 10), f32(6, 1)), "(a.sum(axis=1, keepdim=True) * b + a).max(axis=1)",
+   "(a.sum(axis=1, keepdims=True) * b + a).max(axis=1)"),
   ("argmax", (f32(5, 12),), "a.argmax(axis=1)", "a.argmax(axis=1)"),
 ]]
 
@@ -195,7 +199,8 @@ def close(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str
       bad = ~((np.abs(g - w) <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w)) | (g == w))
   if bad.any():
     i = tuple(int(x) for x in np.argwhere(bad)[0])
-    raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} values differ (rtol {rtol}, atol {atol}); first at {i}: got {got[i]!r}, expected {want[i]!r}")
+    raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} values differ (rtol {rtol}, atol {atol}); "
+                         f"first at {i}: got {got[i]!r}, expected {want[i]!r}")
 
 def case_repro(case: TC, target) -> str:
   dev = target.device
@@ -210,7 +215,8 @@ def case_repro(case: TC, target) -> str:
   ref_args = ", ".join(names)
   lines.append(f"want = (lambda {ref_args}: {case.ref})({', '.join(n + '_np' for n in names)})")
   if case.grad:
-    lines += ["out.backward()", f"for t, w in zip([{', '.join(names)}], want): np.testing.assert_allclose(t.grad.numpy(), w, rtol={case.rtol}, atol={case.atol})"]
+    lines += ["out.backward()", f"for t, w in zip([{', '.join(names)}], want):",
+              f"  np.testing.assert_allclose(t.grad.numpy(), w, rtol={case.rtol}, atol={case.atol})"]
   else: lines.append(f"np.testing.assert_allclose(out.numpy(), want, rtol={case.rtol}, atol={case.atol})")
   # the kernels, rendered by the device's renderer (from unrealized inputs)
   ts = [Tensor.empty(*x.shape, device=dev, dtype=BY_NAME[str(x.dtype)], requires_grad=case.grad or None) for x in make_inputs(case)]
