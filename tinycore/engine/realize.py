@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 from tinycore.device import Buffer, Device, CompileError
+from tinycore.dtype import dtypes, PtrDType
 from tinycore.helpers import DEBUG, BEAM, NOOPT, GlobalCounters, colored
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
@@ -43,6 +44,10 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
   key = (device, ast, BEAM.value, NOOPT.value)
   if (r := method_cache.get(key)) is not None: return r
   dev = Device[device]
+  used = {(u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype).scalar() for u in ast.toposort()}
+  if (bad := used - set(dev.renderer.supported_dtypes()) - {dtypes.void}):
+    raise TypeError(f"{device} does not support {', '.join(map(str, sorted(bad)))}: its renderer declares "
+                       f"{', '.join(map(str, dev.renderer.supported_dtypes()))}")
   k = get_kernel(ast, dev.renderer)
   if DEBUG >= 3:
     print(pretty(ast))

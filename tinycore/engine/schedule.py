@@ -75,21 +75,21 @@ class _KernelBuilder:
       return UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg)
     raise RuntimeError(f"cannot build a kernel from {base.op}")
 
-def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer]) -> LazyBuffer | None:
-  """The reduce a kernel rooted at lb would contain, following unrealized elementwise sources."""
+def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer], root: LazyBuffer) -> LazyBuffer | None:
+  """The reduce a kernel rooted at `root` would contain, following unrealized elementwise sources from lb."""
   base = lb.base
-  if base in seen: return None
+  if base in seen or (base is not root and (base.op is Ops.BUFFER or base in realizes)): return None
   seen.add(base)
   if base.op is Ops.REDUCE_AXIS: return base
   if base.op in GroupOp.Elementwise or base.op in (Ops.CONTIGUOUS, Ops.ASSIGN):
     for s in base.srcs:
       if s.base.op is Ops.BUFFER or s.base in realizes: continue
-      if (r := _reduce_below(s, realizes, seen)) is not None: return r
+      if (r := _reduce_below(s, realizes, seen, root)) is not None: return r
   return None
 
 def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[Buffer], list[LazyBuffer]]:
   kb = _KernelBuilder(out, realizes)
-  red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set())
+  red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set(), out)
   # with a reduce inside, the kernel iterates over the reduce's output shape (its reduced dims are size 1)
   iter_shape = red.shape if red is not None else out.shape
   # a reduce reached through a broadcast (softmax's sum) cannot share the output's iteration space: it is realized first
@@ -167,6 +167,9 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     order.append(b)
   for b in graph:
     if b in items: visit(b)
+  # visit refers to itself through its closure: without this the cycle would keep the whole graph (and the buffers of
+  # every intermediate) alive until the garbage collector runs
+  visit = None  # type: ignore[assignment]
   if GRAPH and graph: _save_graph(graph, realizes)
   if DEBUG >= 5: print(f"scheduled {len(order)} items from {len(graph)} lazy buffers")
   return [items[b] for b in order]
