@@ -127,9 +127,7 @@ class Sign(Function):
     if x.dtype == dtypes.bool: return x
     pos = x.const(0).alu(Ops.CMPLT, x).cast(x.dtype)
     neg = x.alu(Ops.CMPLT, x.const(0)).cast(x.dtype)
-    ret = pos.alu(Ops.ADD, neg.alu(Ops.NEG))
-    # sign(NaN) is NaN, as torch
-    return x.alu(Ops.CMPNE, x).alu(Ops.WHERE, x, ret) if dtypes.is_float(x.dtype) else ret
+    return pos.alu(Ops.ADD, neg.alu(Ops.NEG))  # sign(NaN) is 0, as torch
   def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.const(0)
 
 # *** binary ***

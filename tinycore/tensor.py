@@ -1124,7 +1124,8 @@ class Tensor:
     ab = b.abs()
     r = ((r != 0) & ((r < 0) != (a < 0))).where(r + a.sign() * ab, r)
     r = (r.abs() >= ab).where(r - a.sign() * ab, r)
-    return (b == 0).where(math.nan, (a.isinf()).where(math.nan, (ab.isinf()).where(a, r)))
+    # b == 0 and a == +-inf give NaN through the arithmetic itself; b == +-inf leaves a
+    return ab.isinf().where(a, r)
   def neg(self) -> Tensor:
     """-self (logical not for bool)."""
     return self.logical_not() if self.dtype == dtypes.bool else F.Neg.apply(self)
@@ -1249,7 +1250,8 @@ class Tensor:
     is_int_exp = exponent == exponent.trunc()
     neg_odd = (base < 0) & is_int_exp & ((exponent.abs().fmod(2)) == 1)
     out = (base < 0).where(is_int_exp.where(neg_odd.where(-mag, mag), math.nan), mag)
-    return (exponent == 0).where(1.0, (base == 0).where((exponent < 0).where(math.inf, 0.0), out))
+    one = (exponent == 0) | (base == 1) | ((base.abs() == 1) & exponent.isinf())
+    return one.where(1.0, (base == 0).where((exponent < 0).where(math.inf, 0.0), out))
 
   __add__ = add
   def __radd__(self, x: Any) -> Tensor: return self.add(x, True)
@@ -1307,13 +1309,13 @@ class Tensor:
     """log(1 + self), accurate near 0."""
     x = self._float()
     u = x + 1
-    # log(u) * x / (u - 1) corrects the rounding of 1 + x (Goldberg)
-    return (u == 1).where(x, u.log() * x / (u == 1).where(1, u - 1))
+    # log(u) * x / (u - 1) corrects the rounding of 1 + x (Goldberg); far from 0 there is nothing to correct
+    return (x.abs() > 1e4).where(u.log(), (u == 1).where(x, u.log() * x / (u == 1).where(1, u - 1)))
   def expm1(self) -> Tensor:
     """exp(self) - 1, accurate near 0."""
     x = self._float()
     u = x.exp()
-    return (u == 1).where(x, (u - 1 == -1).where(-1.0, (u - 1) * x / u.log()))
+    return (x.abs() > 0.5).where(u - 1, (u == 1).where(x, (u - 1) * x / (u == 1).where(1, u.log())))
   def sqrt(self) -> Tensor:
     """Square root (NaN below 0)."""
     return F.Sqrt.apply(self._float())
@@ -1384,7 +1386,7 @@ class Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
     return self * self.sign()
   def sign(self) -> Tensor:
-    """-1, 0 or 1 by the sign of each element (NaN stays NaN)."""
+    """-1, 0 or 1 by the sign of each element (0 for NaN, as torch)."""
     return F.Sign.apply(self)
   def _signbit(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self < 0
@@ -1451,13 +1453,13 @@ class Tensor:
     return F.Relu.apply(self)
   def relu6(self) -> Tensor:
     """min(max(self, 0), 6)."""
-    return self.relu() - (self - 6).relu()
+    return self.relu().minimum(6)
   def sigmoid(self) -> Tensor:
     """1 / (1 + exp(-self))."""
     return F.Sigmoid.apply(self._float())
   def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
     """max(0, min(1, alpha * self + beta))."""
-    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+    return (alpha * self + beta).relu().minimum(1)
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
     """self where positive, neg_slope * self elsewhere."""
     return (self < 0).where(neg_slope * self, self)

@@ -1,0 +1,341 @@
+"""Elementwise Tensor ops and activations: forward and backward against PyTorch, on CLANG and PYTHON."""
+import math
+import numpy as np
+import pytest
+from tinycore import Tensor, dtypes
+
+torch = pytest.importorskip("torch")
+
+@pytest.fixture(params=["CLANG", "PYTHON"])
+def dev(request): return request.param
+
+def _rng(seed=0): return np.random.default_rng(seed)
+
+def check(tc_fn, torch_fn, inputs, dev, grad=True, atol=1e-5, rtol=1e-4, grad_atol=None, grad_rtol=None):
+  """Run tc_fn on tinycore tensors and torch_fn on torch tensors made from the same numpy inputs; compare the outputs
+  and, with grad, the gradients of sum(out * w) for a random w."""
+  tt = [Tensor(x, device=dev, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
+  pt = [torch.tensor(x, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
+  out, ref = tc_fn(*tt), torch_fn(*pt)
+  assert out.shape == tuple(ref.shape), f"shape {out.shape} vs torch {tuple(ref.shape)}"
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=atol, rtol=rtol, equal_nan=True)
+  if grad:
+    w = _rng(1).standard_normal(ref.shape).astype(np.float32)
+    (out * Tensor(w, device=dev)).sum().backward()
+    (ref * torch.tensor(w)).sum().backward()
+    for t, p in zip(tt, pt):
+      if p.grad is None: continue
+      assert t.grad is not None, "tinycore gave no gradient"
+      np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), atol=grad_atol or atol * 10, rtol=grad_rtol or rtol * 10, equal_nan=True)
+  return out
+
+# (name, tinycore fn, torch fn, low, high)
+UNARY = [
+  ("neg", lambda x: -x, lambda x: -x, -3, 3),
+  ("exp", Tensor.exp, torch.exp, -3, 3),
+  ("exp2", Tensor.exp2, torch.exp2, -3, 3),
+  ("log", Tensor.log, torch.log, 0.1, 4),
+  ("log2", Tensor.log2, torch.log2, 0.1, 4),
+  ("log10", Tensor.log10, torch.log10, 0.1, 4),
+  ("log1p", Tensor.log1p, torch.log1p, -0.5, 3),
+  ("expm1", Tensor.expm1, torch.expm1, -2, 2),
+  ("sin", Tensor.sin, torch.sin, -4, 4),
+  ("cos", Tensor.cos, torch.cos, -4, 4),
+  ("tan", Tensor.tan, torch.tan, -1.2, 1.2),
+  ("asin", Tensor.asin, torch.asin, -0.95, 0.95),
+  ("acos", Tensor.acos, torch.acos, -0.95, 0.95),
+  ("atan", Tensor.atan, torch.atan, -5, 5),
+  ("sinh", Tensor.sinh, torch.sinh, -3, 3),
+  ("cosh", Tensor.cosh, torch.cosh, -3, 3),
+  ("tanh", Tensor.tanh, torch.tanh, -3, 3),
+  ("asinh", Tensor.asinh, torch.asinh, -5, 5),
+  ("acosh", Tensor.acosh, torch.acosh, 1.1, 5),
+  ("atanh", Tensor.atanh, torch.atanh, -0.9, 0.9),
+  ("sqrt", Tensor.sqrt, torch.sqrt, 0.1, 4),
+  ("rsqrt", Tensor.rsqrt, torch.rsqrt, 0.1, 4),
+  ("reciprocal", Tensor.reciprocal, torch.reciprocal, 0.5, 3),
+  ("square", Tensor.square, torch.square, -3, 3),
+  ("abs", Tensor.abs, torch.abs, -3, 3),
+  ("sign", Tensor.sign, torch.sign, -3, 3),
+  ("floor", Tensor.floor, torch.floor, -5, 5),
+  ("ceil", Tensor.ceil, torch.ceil, -5, 5),
+  ("round", Tensor.round, torch.round, -5, 5),
+  ("trunc", Tensor.trunc, torch.trunc, -5, 5),
+  ("erf", Tensor.erf, torch.erf, -3, 3),
+  ("relu", Tensor.relu, torch.relu, -3, 3),
+  ("relu6", Tensor.relu6, torch.nn.functional.relu6, -9, 9),
+  ("leaky_relu", Tensor.leaky_relu, torch.nn.functional.leaky_relu, -3, 3),
+  ("leaky_relu_0.2", lambda x: x.leaky_relu(0.2), lambda x: torch.nn.functional.leaky_relu(x, 0.2), -3, 3),
+  ("elu", Tensor.elu, torch.nn.functional.elu, -3, 3),
+  ("elu_0.5", lambda x: x.elu(0.5), lambda x: torch.nn.functional.elu(x, 0.5), -3, 3),
+  ("celu", lambda x: x.celu(0.7), lambda x: torch.nn.functional.celu(x, 0.7), -3, 3),
+  ("selu", Tensor.selu, torch.nn.functional.selu, -3, 3),
+  ("gelu", Tensor.gelu, lambda x: torch.nn.functional.gelu(x, approximate="tanh"), -3, 3),
+  ("quick_gelu", Tensor.quick_gelu, lambda x: x * torch.sigmoid(1.702 * x), -3, 3),
+  ("silu", Tensor.silu, torch.nn.functional.silu, -3, 3),
+  ("swish", Tensor.swish, torch.nn.functional.silu, -3, 3),
+  ("mish", Tensor.mish, torch.nn.functional.mish, -3, 3),
+  ("softplus", Tensor.softplus, torch.nn.functional.softplus, -3, 3),
+  ("softplus_beta", lambda x: x.softplus(2.0), lambda x: torch.nn.functional.softplus(x, 2.0), -3, 3),
+  ("softsign", Tensor.softsign, torch.nn.functional.softsign, -3, 3),
+  ("sigmoid", Tensor.sigmoid, torch.sigmoid, -4, 4),
+  ("hardsigmoid", Tensor.hardsigmoid, torch.nn.functional.hardsigmoid, -5, 5),
+  ("hardswish", Tensor.hardswish, torch.nn.functional.hardswish, -5, 5),
+  ("hardtanh", Tensor.hardtanh, torch.nn.functional.hardtanh, -3, 3),
+  ("hardtanh_args", lambda x: x.hardtanh(-0.5, 2), lambda x: torch.nn.functional.hardtanh(x, -0.5, 2), -3, 3),
+  ("logsigmoid", Tensor.logsigmoid, torch.nn.functional.logsigmoid, -4, 4),
+  ("clip", lambda x: x.clip(-1, 0.5), lambda x: x.clip(-1, 0.5), -3, 3),
+  ("clip_min", lambda x: x.clip(min_=0.2), lambda x: x.clip(min=0.2), -3, 3),
+  ("clamp_max", lambda x: x.clamp(max_=0.2), lambda x: x.clamp(max=0.2), -3, 3),
+  ("pow_2", lambda x: x ** 2, lambda x: x ** 2, -3, 3),
+  ("pow_3", lambda x: x ** 3, lambda x: x ** 3, -3, 3),
+  ("pow_neg2", lambda x: x ** -2, lambda x: x ** -2, 0.5, 3),
+  ("pow_0.5", lambda x: x ** 0.5, lambda x: x ** 0.5, 0.1, 3),
+  ("pow_1.7", lambda x: x ** 1.7, lambda x: x ** 1.7, 0.1, 3),
+  ("rpow", lambda x: 2.5 ** x, lambda x: 2.5 ** x, -2, 2),
+  ("pow_0", lambda x: x ** 0, lambda x: x ** 0, -2, 2),
+]
+
+@pytest.mark.parametrize("name,fn,tfn,lo,hi", UNARY, ids=[u[0] for u in UNARY])
+def test_unary(name, fn, tfn, lo, hi, dev):
+  x = _rng().uniform(lo, hi, (3, 5)).astype(np.float32)
+  if name in ("relu", "relu6", "leaky_relu", "leaky_relu_0.2", "hardtanh", "hardsigmoid", "hardswish", "clip"): x[np.abs(x) < 0.05] = 0.3
+  check(fn, tfn, [x], dev, atol=2e-5, rtol=2e-4)
+
+SPECIAL = np.array([math.nan, math.inf, -math.inf, 0.0, 1.0, -1.0, 0.5, -0.5, 30.0, -30.0, 1e-3, 2.5], dtype=np.float32)
+SPECIAL_FNS = ["exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sign", "floor", "ceil", "round", "trunc",
+               "atan", "asin", "acos", "asinh", "acosh", "atanh", "sinh", "cosh", "erf", "softplus", "logsigmoid", "elu", "leaky_relu",
+               "relu6", "hardtanh", "hardsigmoid", "hardswish", "log1p", "reciprocal", "rsqrt", "square", "neg", "clip"]
+
+@pytest.mark.parametrize("name", SPECIAL_FNS)
+def test_unary_special_values(name, dev):
+  """NaN, +-inf, 0 and large values behave as in PyTorch."""
+  fn, tfn = next((u[1], u[2]) for u in UNARY if u[0] == name)
+  out = fn(Tensor(SPECIAL, device=dev)).numpy()
+  ref = tfn(torch.tensor(SPECIAL)).numpy()
+  np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-6, equal_nan=True)
+
+def test_special_isnan_isinf_isfinite(dev):
+  t = Tensor(SPECIAL, device=dev)
+  p = torch.tensor(SPECIAL)
+  np.testing.assert_equal(t.isnan().numpy(), torch.isnan(p).numpy())
+  np.testing.assert_equal(t.isinf().numpy(), torch.isinf(p).numpy())
+  np.testing.assert_equal(t.isinf(detect_negative=False).numpy(), torch.isposinf(p).numpy())
+  np.testing.assert_equal(t.isinf(detect_positive=False).numpy(), torch.isneginf(p).numpy())
+  np.testing.assert_equal(t.isfinite().numpy(), torch.isfinite(p).numpy())
+  i = Tensor([1, 2, 3], device=dev)
+  assert not i.isnan().numpy().any() and i.isfinite().numpy().all() and i.isnan().dtype == dtypes.bool
+
+def test_round_half_to_even(dev):
+  x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, -3.5000002], dtype=np.float32)
+  np.testing.assert_equal(Tensor(x, device=dev).round().numpy(), np.round(x))
+
+def test_rounding_gradients_are_zero(dev):
+  for fn in (Tensor.floor, Tensor.ceil, Tensor.round, Tensor.trunc, Tensor.sign):
+    x = Tensor([0.3, -1.7, 2.5], device=dev, requires_grad=True)
+    (fn(x) * 3).sum().backward()
+    np.testing.assert_equal(x.grad.numpy(), [0, 0, 0])
+
+BINARY = [
+  ("add", lambda a, b: a + b, lambda a, b: a + b),
+  ("sub", lambda a, b: a - b, lambda a, b: a - b),
+  ("mul", lambda a, b: a * b, lambda a, b: a * b),
+  ("div", lambda a, b: a / b, lambda a, b: a / b),
+  ("maximum", Tensor.maximum, torch.maximum),
+  ("minimum", Tensor.minimum, torch.minimum),
+  ("pow", lambda a, b: a.abs() ** b, lambda a, b: a.abs() ** b),
+  ("copysign", Tensor.copysign, torch.copysign),
+  ("lerp", lambda a, b: a.lerp(b, 0.3), lambda a, b: torch.lerp(a, b, 0.3)),
+  ("lerp_t", lambda a, b: a.lerp(b, b.sigmoid()), lambda a, b: torch.lerp(a, b, b.sigmoid())),
+  ("fmod", Tensor.fmod, torch.fmod),
+  ("mod", lambda a, b: a % b, lambda a, b: torch.remainder(a, b)),
+]
+
+@pytest.mark.parametrize("name,fn,tfn", BINARY, ids=[b[0] for b in BINARY])
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((), (2, 3))], ids=["same", "outer", "lead", "scalar"])
+def test_binary(name, fn, tfn, shapes, dev):
+  r = _rng(2)
+  a = r.uniform(-3, 3, shapes[0]).astype(np.float32)
+  b = r.uniform(-3, 3, shapes[1]).astype(np.float32)
+  if name in ("div", "fmod", "mod", "pow"): b = np.where(np.abs(b) < 0.5, 1.3, b).astype(np.float32)
+  if name in ("maximum", "minimum"): b = b + 0.01  # no ties
+  grad = name not in ("fmod", "mod", "copysign")
+  check(fn, tfn, [a, b], dev, grad=grad, atol=1e-5, rtol=1e-4)
+
+def test_fmod_mod_gradients(dev):
+  # d/da fmod(a, b) = 1 and d/da remainder = 1 away from the jumps
+  a = Tensor([5.3, -5.3, 2.2], device=dev, requires_grad=True)
+  (a.fmod(2.0) + a % 2.0).sum().backward()
+  np.testing.assert_allclose(a.grad.numpy(), [2, 2, 2])
+
+def test_copysign_signed_zero(dev):
+  a = Tensor([1.0, 2.0, -3.0, 0.0], device=dev)
+  b = Tensor([-0.0, 0.0, 1.0, -1.0], device=dev)
+  np.testing.assert_equal(np.signbit(a.copysign(b).numpy()), [True, False, False, True])
+
+@pytest.mark.parametrize("op", ["add", "mul", "maximum", "minimum", "div", "sub", "pow"])
+def test_binary_nan_inf(op, dev):
+  a = np.array([math.nan, math.inf, -math.inf, 1.0, math.inf, 0.0, 2.0], np.float32)
+  b = np.array([1.0, math.nan, 2.0, math.inf, -math.inf, 0.0, -math.inf], np.float32)
+  fn = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y, "maximum": lambda x, y: x.maximum(y) if isinstance(x, Tensor) else torch.maximum(x, y),
+        "minimum": lambda x, y: x.minimum(y) if isinstance(x, Tensor) else torch.minimum(x, y), "div": lambda x, y: x / y,
+        "sub": lambda x, y: x - y, "pow": lambda x, y: x ** y}[op]
+  np.testing.assert_allclose(fn(Tensor(a, device=dev), Tensor(b, device=dev)).numpy(), fn(torch.tensor(a), torch.tensor(b)).numpy(), equal_nan=True)
+
+def test_pow_negative_base_and_zero(dev):
+  a = np.array([-2.0, -2.0, -8.0, 0.0, 0.0, 0.0, 3.0], np.float32)
+  b = np.array([2.0, 3.0, 1 / 3, 0.0, -1.0, 2.0, -1.0], np.float32)
+  np.testing.assert_allclose((Tensor(a, device=dev) ** Tensor(b, device=dev)).numpy(), (torch.tensor(a) ** torch.tensor(b)).numpy(), rtol=1e-6, equal_nan=True)
+
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8])
+def test_int_arithmetic(dt, dev):
+  r = _rng(3)
+  info = np.iinfo(dt)
+  a = r.integers(max(info.min, -50), min(info.max, 50), (4, 5)).astype(dt)
+  b = r.integers(1, min(info.max, 7), (4, 5)).astype(dt)
+  if info.min < 0: b = (b * np.where(r.random((4, 5)) < 0.5, -1, 1)).astype(dt)
+  ta, tb = Tensor(a, device=dev), Tensor(b, device=dev)
+  pa, pb = torch.tensor(a), torch.tensor(b)
+  for f in (lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x // y, lambda x, y: x % y,
+            lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: x.maximum(y) if isinstance(x, Tensor) else torch.maximum(x, y),
+            lambda x, y: x.minimum(y) if isinstance(x, Tensor) else torch.minimum(x, y), lambda x, y: x < y, lambda x, y: x >= y, lambda x, y: x == y):
+    out = f(ta, tb)
+    ref = f(pa, pb)
+    assert out.dtype.name == {np.int8: "char", np.int32: "int", np.int64: "long", np.uint8: "uchar"}[dt] or out.dtype == dtypes.bool
+    np.testing.assert_equal(out.numpy(), ref.numpy())
+  np.testing.assert_equal((ta.fmod(tb)).numpy(), torch.fmod(pa, pb).numpy())
+  np.testing.assert_equal(ta.abs().numpy(), pa.abs().numpy() if info.min < 0 else pa.numpy())
+  np.testing.assert_equal((~ta).numpy(), (~pa).numpy())
+  np.testing.assert_equal(ta.sign().numpy(), pa.sign().numpy())
+
+def test_int_pow(dev):
+  a = np.array([2, -3, 5, 0, 1, -1, 7], np.int32)
+  e = np.array([3, 3, 0, 4, 9, 5, 2], np.int32)
+  out = Tensor(a, device=dev) ** Tensor(e, device=dev)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_equal(out.numpy(), a ** e)
+  assert (Tensor(a, device=dev) ** 2).dtype == dtypes.int32
+  np.testing.assert_equal((Tensor(a, device=dev) ** 3).numpy(), a ** 3)
+  neg = Tensor([1, -1, -1, 2], device=dev) ** Tensor([-2, -3, -2, -1], device=dev)
+  np.testing.assert_equal(neg.numpy(), [1, -1, 1, 0])
+
+def test_shifts(dev):
+  a = Tensor(np.array([1, 7, 255, 1024], np.int32), device=dev)
+  np.testing.assert_equal((a << 3).numpy(), np.array([1, 7, 255, 1024]) << 3)
+  np.testing.assert_equal((a >> 2).numpy(), np.array([1, 7, 255, 1024]) >> 2)
+  np.testing.assert_equal(a.lshift(Tensor([1, 2, 3, 4], device=dev, dtype=dtypes.int32)).numpy(), np.array([1, 7, 255, 1024]) << np.array([1, 2, 3, 4]))
+  with pytest.raises(TypeError, match="integer"): Tensor([1.0]) << 2
+
+def test_bool_logic(dev):
+  a = Tensor([True, False, True, False], device=dev)
+  b = Tensor([True, True, False, False], device=dev)
+  np.testing.assert_equal((a & b).numpy(), [True, False, False, False])
+  np.testing.assert_equal((a | b).numpy(), [True, True, True, False])
+  np.testing.assert_equal((a ^ b).numpy(), [False, True, True, False])
+  np.testing.assert_equal((~a).numpy(), [False, True, False, True])
+  np.testing.assert_equal(a.logical_not().numpy(), [False, True, False, True])
+  np.testing.assert_equal(a.logical_and(b).numpy(), [True, False, False, False])
+  np.testing.assert_equal(a.logical_or(b).numpy(), [True, True, True, False])
+  np.testing.assert_equal(a.logical_xor(b).numpy(), [False, True, True, False])
+  assert (a + 1).dtype == dtypes.int32
+  np.testing.assert_equal((a + b).numpy(), [True, True, True, False])
+
+def test_comparisons_with_nan(dev):
+  a = np.array([1.0, math.nan, 2.0, math.inf, -0.0], np.float32)
+  b = np.array([1.0, 1.0, math.nan, math.inf, 0.0], np.float32)
+  ta, tb, pa, pb = Tensor(a, device=dev), Tensor(b, device=dev), torch.tensor(a), torch.tensor(b)
+  for f in (lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x > y, lambda x, y: x >= y, lambda x, y: x == y, lambda x, y: x != y):
+    out = f(ta, tb)
+    assert out.dtype == dtypes.bool
+    np.testing.assert_equal(out.numpy(), f(pa, pb).numpy())
+  np.testing.assert_equal((ta.eq(tb)).numpy(), torch.eq(pa, pb).numpy())
+  np.testing.assert_equal((ta.ne(1.0)).numpy(), torch.ne(pa, 1.0).numpy())
+  np.testing.assert_equal((ta.ge(1.0)).numpy(), torch.ge(pa, 1.0).numpy())
+  np.testing.assert_equal((ta.le(1.0)).numpy(), torch.le(pa, 1.0).numpy())
+  np.testing.assert_equal((ta.gt(1.0)).numpy(), torch.gt(pa, 1.0).numpy())
+  np.testing.assert_equal((ta.lt(1.0)).numpy(), torch.lt(pa, 1.0).numpy())
+
+@pytest.mark.parametrize("a_dt,b_dt,expect", [
+  (dtypes.int32, dtypes.float32, dtypes.float32), (dtypes.int8, dtypes.int16, dtypes.int16), (dtypes.bool, dtypes.int32, dtypes.int32),
+  (dtypes.float16, dtypes.float32, dtypes.float32), (dtypes.int64, dtypes.float16, dtypes.float16), (dtypes.uint8, dtypes.int8, dtypes.int16),
+  (dtypes.int32, dtypes.uint32, dtypes.int64), (dtypes.uint32, dtypes.int32, dtypes.int64)])
+def test_dtype_promotion(a_dt, b_dt, expect):
+  out = Tensor([1, 0], dtype=a_dt) + Tensor([1, 1], dtype=b_dt)
+  assert out.dtype == expect
+
+@pytest.mark.parametrize("dt,scalar,expect", [
+  (dtypes.int8, 3, dtypes.int8), (dtypes.int32, 2.5, dtypes.float32), (dtypes.float16, 2.5, dtypes.float16), (dtypes.bool, 1, dtypes.int32),
+  (dtypes.bool, True, dtypes.bool), (dtypes.uint8, 7, dtypes.uint8)])
+def test_python_scalar_promotion(dt, scalar, expect):
+  assert (Tensor([1, 0], dtype=dt) * scalar).dtype == expect
+  assert (scalar * Tensor([1, 0], dtype=dt)).dtype == expect
+
+def test_int_division_promotes(dev):
+  out = Tensor([1, 2, 3], device=dev) / 2
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), [0.5, 1.0, 1.5])
+  np.testing.assert_equal(Tensor([-7, 7], device=dev).div(2, rounding_mode="floor").numpy(), [-4, 3])
+  np.testing.assert_equal(Tensor([-7, 7], device=dev).div(2, rounding_mode="trunc").numpy(), [-3, 3])
+  np.testing.assert_equal(Tensor([-7.5, 7.5], device=dev).div(2, rounding_mode="floor").numpy(), [-4, 3])
+  np.testing.assert_equal(Tensor([-7, 7], device=dev).idiv(2).numpy(), [-3, 3])
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float64])
+def test_other_float_dtypes(dt, dev):
+  x = _rng(4).uniform(0.2, 2, (3, 4))
+  t = Tensor(x, device=dev, dtype=dt)
+  for f, nf in ((Tensor.exp, np.exp), (Tensor.log, np.log), (Tensor.sqrt, np.sqrt), (Tensor.sigmoid, lambda v: 1 / (1 + np.exp(-v))),
+                (Tensor.sin, np.sin), (lambda v: v * 2 + 1, lambda v: v * 2 + 1)):
+    out = f(t)
+    assert out.dtype == dt
+    tol = 2e-3 if dt == dtypes.float16 else 1e-10
+    np.testing.assert_allclose(out.numpy().astype(np.float64), nf(x.astype(np.float16).astype(np.float64) if dt == dtypes.float16 else x), rtol=tol, atol=tol)
+
+def test_noncontiguous_inputs(dev):
+  x = _rng(5).standard_normal((4, 6)).astype(np.float32)
+  check(lambda a: a.permute(1, 0).exp() * 2, lambda a: a.permute(1, 0).exp() * 2, [x], dev)
+  check(lambda a: a[1:3, ::2].sigmoid(), lambda a: a[1:3, ::2].sigmoid(), [x], dev)
+  check(lambda a: a[:, :1].expand(4, 5).tanh(), lambda a: a[:, :1].expand(4, 5).tanh(), [x], dev)
+
+def test_empty_and_size1(dev):
+  e = Tensor.zeros(0, 3, device=dev)
+  assert (e + 1).shape == (0, 3) and (e.exp() * 2).numpy().shape == (0, 3)
+  one = Tensor([[2.0]], device=dev, requires_grad=True)
+  (one.exp() * one).sum().backward()
+  np.testing.assert_allclose(one.grad.numpy(), [[3 * math.exp(2)]], rtol=1e-5)
+
+def test_errors():
+  with pytest.raises(ValueError, match="broadcast"): Tensor.ones(2, 3) + Tensor.ones(4)
+  with pytest.raises(TypeError, match="cannot combine"): Tensor.ones(2) + "a"
+  with pytest.raises(TypeError, match="integer or bool"): Tensor([1.0]) & Tensor([2.0])
+  with pytest.raises(TypeError, match="bool"): Tensor([True]) - Tensor([False])
+  with pytest.raises(ValueError, match="at least one"): Tensor([1.0]).clip()
+  with pytest.raises(ValueError, match="different devices"): Tensor([1.0], device="CLANG") + Tensor([1.0], device="PYTHON")
+  with pytest.raises(TypeError, match="ambiguous"): bool(Tensor([1.0]))
+  with pytest.raises(ValueError, match="rounding_mode"): Tensor([1.0]).div(2, rounding_mode="up")
+  with pytest.raises(TypeError, match="idiv"): Tensor([1.0]).idiv(2)
+
+def test_where(dev):
+  r = _rng(6)
+  c = r.random((3, 4)) > 0.5
+  a, b = r.standard_normal((3, 4)).astype(np.float32), r.standard_normal((1, 4)).astype(np.float32)
+  tc = Tensor(c, device=dev)
+  ta, tb = Tensor(a, device=dev, requires_grad=True), Tensor(b, device=dev, requires_grad=True)
+  pa, pb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  out = tc.where(ta, tb)
+  ref = torch.where(torch.tensor(c), pa, pb)
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy())
+  out.sum().backward(); ref.sum().backward()
+  np.testing.assert_allclose(ta.grad.numpy(), pa.grad.numpy())
+  np.testing.assert_allclose(tb.grad.numpy(), pb.grad.numpy())
+  np.testing.assert_equal(tc.where(1, 0).numpy(), c.astype(np.int32))
+  assert tc.where(1, 0).dtype == dtypes.int32 and tc.where(1.0, 0).dtype == dtypes.float32
+  np.testing.assert_allclose(tc.where(ta, 2.5).numpy(), np.where(c, a, 2.5))
+  np.testing.assert_allclose(Tensor(c.astype(np.float32), device=dev).where(ta, -1).numpy(), np.where(c, a, -1))
+  with pytest.raises(ValueError, match="broadcast"): Tensor.ones(3, dtype=dtypes.bool).where(Tensor.ones(4), 0)
+
+def test_masked_fill(dev):
+  x = _rng(7).standard_normal((3, 4)).astype(np.float32)
+  m = _rng(8).random((1, 4)) > 0.5
+  out = Tensor(x, device=dev).masked_fill(Tensor(m, device=dev), -math.inf)
+  np.testing.assert_equal(out.numpy(), torch.tensor(x).masked_fill(torch.tensor(m), -math.inf).numpy())
+  with pytest.raises(TypeError, match="bool"): Tensor(x).masked_fill(Tensor([1, 0, 1, 0]), 0)
