@@ -339,3 +339,9 @@ def test_masked_fill(dev):
   out = Tensor(x, device=dev).masked_fill(Tensor(m, device=dev), -math.inf)
   np.testing.assert_equal(out.numpy(), torch.tensor(x).masked_fill(torch.tensor(m), -math.inf).numpy())
   with pytest.raises(TypeError, match="bool"): Tensor(x).masked_fill(Tensor([1, 0, 1, 0]), 0)
+
+@pytest.mark.xfail(strict=True, reason="core bug (uop symbolic): range folding takes a NaN constant of a where as a bound, so "
+                   "`where(c, nan, x) < 0` folds to all-False")
+def test_compare_where_with_nan_constant(dev):
+  x = Tensor([-1.0, 2.0], device=dev)
+  np.testing.assert_equal(((x == 5).where(math.nan, x) < 0).numpy(), [True, False])

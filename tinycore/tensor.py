@@ -21,7 +21,8 @@ from tinycore.engine.realize import run_schedule
 from tinycore.uop.uop import sint
 
 def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
-  arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
+  try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
+  except ValueError: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}") from None
   if arr.dtype == object: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
   if dtype is None:
     dtype = dtypes.from_py(x) if not isinstance(x, np.ndarray) and arr.size and not isinstance(x, (np.generic,)) else None
@@ -297,11 +298,12 @@ class Tensor:
     ts = (self,) + args
     for t in ts:
       if t.ndim != 1: raise ValueError(f"meshgrid needs 1-D tensors, got shape {t.shape}")
-    if indexing == "xy" and len(ts) >= 2: ts = (ts[1], ts[0]) + ts[2:]
+    # "xy" is "ij" with the first two inputs (and outputs) swapped
+    xy = indexing == "xy" and len(ts) >= 2
+    if xy: ts = (ts[1], ts[0]) + ts[2:]
     shape = tuple(t.shape[0] for t in ts)
     out = [t.reshape(*[1] * i, -1, *[1] * (len(ts) - i - 1)).expand(shape) for i, t in enumerate(ts)]
-    if indexing == "xy" and len(ts) >= 2: out = [o.transpose(0, 1) for o in out]
-    if indexing == "xy" and len(ts) >= 2: out[0], out[1] = out[1], out[0]
+    if xy: out[0], out[1] = out[1], out[0]
     return tuple(out)
 
   @staticmethod
