@@ -20,18 +20,6 @@ class Bug:
 # Found and since fixed in the core: cstyle rendered narrow int ops without wrapping them (1048edc), and rendered kernel
 # arguments in the order the program listed them rather than by number (3960039).
 BUGS: dict[str, Bug] = {
-  "python_compile_error": Bug(
-    "tinycore/runtime/python.py: PythonCompiler.compile accepts any text, and PythonProgram raises binascii.Error or "
-    "pickle.UnpicklingError (not CompileError) when it loads a broken program",
-    lambda target, dt: _python_compiler(target),
-    "from tinycore.runtime.python import PythonCompiler, PythonProgram\n"
-    "lib = PythonCompiler().compile('this is not a program')  # no CompileError\n"
-    "PythonProgram('PYTHON', 'k', lib)  # raises binascii.Error / UnpicklingError, expected tinycore.device.CompileError"),
-  "python_var_order": Bug(
-    "tinycore/runtime/python.py: PythonProgram takes `vals` in the order the program lists its DEFINE_VARs, while the core "
-    "passes them sorted by the variables' arg (ProgramSpec.vars) and the C-style renderers order kernel arguments by name",
-    lambda target, dt: _python_program(target),
-    "see test_5_program.py::test_var_order --repro: a program listing DEFINE_VAR n before m, run with vals=(m, n)"),
   "eager_iota": Bug(
     "tinycore/tensor.py: Tensor._iota (and Tensor.arange) compute their values on the host and copy them into a device "
     "buffer while the graph is built, so ops using them (argmax, one_hot, cumsum, ...) need the device's allocator even "

@@ -8,7 +8,6 @@ from tinycore import Tensor
 from tinycore.device import CompileError
 from tinycore.dtype import dtypes
 from tinycore_conformance.tensorutil import programs_for
-from tinycore_conformance.bugs import known_bug
 
 LAYER = 3
 
@@ -43,7 +42,6 @@ def _broken(target) -> str:
 def test_compile_error(target, repro, request):
   """compile() raises CompileError whose message carries what the compiler said (it contains 'error'). A backend that
   compiles at load time instead must raise CompileError from its Program when it loads the broken source."""
-  known_bug(request, "python_compile_error", target)
   bad = _broken(target)
   repro.add(lambda: f"# the broken source:\n{bad}")
   try: lib = target.compiler.compile(bad)

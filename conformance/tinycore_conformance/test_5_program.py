@@ -11,7 +11,6 @@ from tinycore.uop.uop import UOp
 from tinycore_conformance.target import Prog, execute, reference
 from tinycore_conformance.repro import program_repro, readable
 from tinycore_conformance.values import compare
-from tinycore_conformance.bugs import known_bug
 
 LAYER = 5
 I32 = dtypes.int32
@@ -135,7 +134,6 @@ def test_symbolic(target, repro, n, m):
 @pytest.mark.cap("DEFINE_VAR order")
 def test_var_order(target, repro, request):
   """The program lists n before m; vals still come sorted by name (m, n)."""
-  known_bug(request, "python_var_order", target)
   x = np.arange(64, dtype=np.int32) - 20
   init = np.full(64, -1, np.int32)
   la = Launch(target, repro, var_program("var_order", listed="nm"), [init, x], vals=(7, 20))

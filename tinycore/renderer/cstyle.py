@@ -163,7 +163,8 @@ class CStyleLanguage(Renderer):
         elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
         else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
         # C promotes narrow integers to int: cast each result back so it wraps like the op set says
-        if dt in _NARROW_INTS and op not in (Ops.CAST, Ops.BITCAST): expr = self.render_cast(expr, dt, dt)
+        if (dt in _NARROW_INTS and op not in (Ops.CAST, Ops.BITCAST)) or (dt == dtypes.bool and op in (Ops.ADD, Ops.MUL)):
+          expr = self.render_cast(expr, dt, dt)
         # MAX spells its operands more than once: inlined in a chain it would grow exponentially
         if uses[u] <= 1 and op not in (Ops.BITCAST, Ops.MAX, Ops.VECTORIZE): r[u] = expr
         else:

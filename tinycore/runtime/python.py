@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64, pickle, time
 from typing import Any, Sequence
 import numpy as np
-from tinycore.device import Allocator, BufferSpec, Compiler, Program
+from tinycore.device import Allocator, BufferSpec, CompileError, Compiler, Program
 from tinycore.dtype import dtypes, to_np_dtype
 from tinycore.ops import Ops, GroupOp, exec_alu, np_cast
 from tinycore.plugin import DeviceSpec, hookimpl
@@ -39,7 +39,10 @@ class PythonAllocator(Allocator):
 class PythonProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    self.uops: list[UOp] = pickle.loads(base64.b64decode(lib))[1]
+    try: self.uops: list[UOp] = pickle.loads(base64.b64decode(lib))[1]
+    except Exception as e: raise CompileError(f"PYTHON cannot load program {name}: {type(e).__name__}: {e}") from None
+    # values of symbolic variables arrive sorted by variable, as every backend takes them
+    self.var_index = {v: i for i, v in enumerate(sorted((u for u in self.uops if u.op is Ops.DEFINE_VAR), key=lambda v: v.arg))}
 
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = (1, 1, 1),
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
@@ -57,7 +60,7 @@ class PythonProgram(Program):
       u = uops[pc]
       op, dt, src = u.op, u.dtype, u.src
       if op is Ops.DEFINE_GLOBAL: v[u] = globals_[u.arg].view(to_np_dtype(dt.base)) if dt.base != dtypes.bfloat16 else globals_[u.arg].view(np.uint16)
-      elif op is Ops.DEFINE_VAR: v[u] = np.int32(var_vals.pop(0))
+      elif op is Ops.DEFINE_VAR: v[u] = np.int32(var_vals[self.var_index[u]])
       elif op is Ops.DEFINE_LOCAL: v[u] = ("local", np.zeros((ng, u.arg[1]), dtype=to_np_dtype(dt.base)))
       elif op is Ops.SPECIAL: v[u] = ids[u.arg[0][0]][int(u.arg[0][-1])]
       elif op is Ops.CONST:
@@ -116,7 +119,13 @@ def _unravel(x: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
   return out
 
 class PythonCompiler(Compiler):
-  cachekey = None  # nothing to compile: the "binary" is the serialized program
+  cachekey = None  # nothing to compile: the "binary" is the serialized program, checked here
+  def compile(self, src: str) -> bytes:
+    try:
+      name, uops = pickle.loads(base64.b64decode(src, validate=True))
+      if not isinstance(name, str) or not all(isinstance(u, UOp) for u in uops): raise TypeError("not a (name, [UOp]) program")
+    except Exception as e: raise CompileError(f"PYTHON cannot load this program: {type(e).__name__}: {e}") from None
+    return src.encode()
 
 @hookimpl
 def tinycore_devices() -> list[DeviceSpec]:
