@@ -889,6 +889,7 @@ class Tensor:
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
     d = self._resolve_dim(dim)
+    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
     if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise ValueError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
@@ -903,6 +904,7 @@ class Tensor:
     return Tensor._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
   def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
     d = self._resolve_dim(dim)
+    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise TypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
     if not dtypes.is_int(index.dtype): raise TypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise ValueError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
