@@ -662,11 +662,11 @@ class Tensor:
   def tril(self, diagonal: int = 0) -> Tensor:
     """Keep the lower triangle of the last two dims (j <= i + diagonal), zero elsewhere."""
     if self.ndim < 2: raise ValueError(f"tril needs at least 2 dims, got shape {self.shape}")
-    return self._tri_mask(diagonal, lower=True).where(self, 0)
+    return self._tri_mask(diagonal, lower=True).where(self, self.zeros_like())
   def triu(self, diagonal: int = 0) -> Tensor:
     """Keep the upper triangle of the last two dims (j >= i + diagonal), zero elsewhere."""
     if self.ndim < 2: raise ValueError(f"triu needs at least 2 dims, got shape {self.shape}")
-    return self._tri_mask(diagonal, lower=False).where(self, 0)
+    return self._tri_mask(diagonal, lower=False).where(self, self.zeros_like())
   def _tri_mask(self, diagonal: int, lower: bool) -> Tensor:
     r, c = self.shape[-2], self.shape[-1]
     i, j = Tensor._iota(r, self.device).reshape(r, 1), Tensor._iota(c, self.device).reshape(1, c)
@@ -1939,7 +1939,13 @@ class Tensor:
     idx = indices.reshape(*self.shape[:lead], prod(insp), 1)
     Tensor._check_index_range(idx, n_out, "max_unpool2d")
     onehot = idx == Tensor._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
-    return onehot.where(xf, 0).sum(-2, dtype=self.dtype).reshape(*self.shape[:lead], *osp)
+    out = onehot.where(xf, 0).sum(-2, dtype=self.dtype)
+    if any(ss < dd * (kk - 1) + 1 for ss, dd, kk in zip(s, d, k)):
+      # overlapping windows may name one position twice, with the same value: the value is their mean, while each
+      # input still gets the full gradient of its position (as torch)
+      cnt = onehot.sum(-2)
+      out = (out / cnt.maximum(1)).detach() + (out - out.detach())
+    return out.reshape(*self.shape[:lead], *osp)
   def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """Average pooling over the last len(kernel_size) dims. count_include_pad counts zero padding in the divisor;
@@ -1950,14 +1956,15 @@ class Tensor:
     x = self._float()
     xs = x.pad(full)._windows(k, s, d).sum(axis=tuple(range(-len(k), 0)))
     if count_include_pad and not any(extra): return xs / prod(k)
+    # the divisor of each window depends only on shapes: count it on the host
     sp = self.shape[lead:]
-    ones = Tensor.ones(*sp, device=self.device)
-    if count_include_pad:
-      ones = ones.pad(pads)
-      ones = ones.pad(tuple((0, e) for e in extra))
-    else: ones = ones.pad(tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra)))
-    cnt = ones._windows(k, s, d).sum(axis=tuple(range(-len(k), 0)))
-    return xs / cnt
+    inside = np.ones([n + pb + pa for n, (pb, pa) in zip(sp, pads)], np.int64) if count_include_pad else \
+      np.pad(np.ones(sp, np.int64), pads)
+    inside = np.pad(inside, [(0, e) for e in extra])
+    cnt = np.zeros(xs.shape[lead:], np.int64)
+    for pos in itertools.product(*[range(o) for o in cnt.shape]):
+      cnt[pos] = inside[tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd) for p, ss, dd, kk in zip(pos, s, d, k))].sum()
+    return xs / Tensor(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
   def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
     """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact"."""
     if mode not in ("linear", "nearest", "nearest-exact"):
@@ -2077,6 +2084,7 @@ class Tensor:
     else: w = Y.ones_like(dtype=self.dtype)
     if ignore_index is not None: w = w * (Y != ignore_index)
     nll = -picked * w
+    if reduction == "mean" and weight is None and ignore_index is None: return nll.mean()
     return nll.sum() / w.sum() if reduction == "mean" else nll._do_reduction(reduction)
   def binary_crossentropy(self, Y: Tensor, reduction: str = "mean") -> Tensor:
     """Binary cross entropy of probabilities self against targets Y (the logs are clamped at -100, as torch)."""

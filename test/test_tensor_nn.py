@@ -1,0 +1,290 @@
+"""Processing ops: matmul, einsum, convolutions, pooling, interpolation, normalization, losses, attention vs PyTorch."""
+import math
+import numpy as np
+import pytest
+from tinycore import Tensor, dtypes
+
+torch = pytest.importorskip("torch")
+tF = torch.nn.functional
+
+@pytest.fixture(params=["CLANG", "PYTHON"])
+def dev(request): return request.param
+
+def _rng(seed=0): return np.random.default_rng(seed)
+def rnd(*shape, seed=0, lo=-1.0, hi=1.0): return _rng(seed).uniform(lo, hi, shape).astype(np.float32)
+
+def check(tc_fn, torch_fn, inputs, dev, grad=True, atol=1e-5, rtol=1e-4):
+  tt = [Tensor(x, device=dev, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
+  pt = [torch.tensor(x, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
+  out, ref = tc_fn(*tt), torch_fn(*pt)
+  assert out.shape == tuple(ref.shape), f"shape {out.shape} vs torch {tuple(ref.shape)}"
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=atol, rtol=rtol)
+  if grad and ref.numel():
+    w = _rng(1).standard_normal(tuple(ref.shape)).astype(np.float32)
+    (out * Tensor(w, device=dev)).sum().backward()
+    (ref * torch.tensor(w)).sum().backward()
+    for i, (t, p) in enumerate(zip(tt, pt)):
+      if p.grad is None: continue
+      assert t.grad is not None, f"no gradient for input {i}"
+      np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), atol=atol * 10, rtol=rtol * 10, err_msg=f"gradient of input {i}")
+  return out
+
+# *** matmul ***
+@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)),
+                                   ((2, 1, 2, 3), (5, 3, 4)), ((1, 3), (3, 1)), ((2, 0), (0, 3))], ids=str)
+def test_matmul(sa, sb, dev):
+  check(lambda a, b: a @ b, lambda a, b: a @ b, [rnd(*sa), rnd(*sb, seed=1)], dev)
+  check(lambda a, b: a.dot(b), lambda a, b: torch.matmul(a, b), [rnd(*sa), rnd(*sb, seed=1)], dev, grad=False)
+
+def test_matmul_dtypes_and_errors(dev):
+  a, b = Tensor([[1, 2], [3, 4]], device=dev), Tensor([[1, 0], [2, 1]], device=dev)
+  assert (a @ b).dtype == dtypes.int32 and (a @ b).tolist() == [[5, 2], [11, 4]]
+  assert (a @ b.float()).dtype == dtypes.float32
+  assert a.matmul(b, dtype=dtypes.float64).dtype == dtypes.float64
+  assert a.matmul(b, reverse=True).tolist() == [[1, 2], [5, 8]]
+  h = Tensor(rnd(4, 8), device=dev).half() @ Tensor(rnd(8, 2, seed=1), device=dev).half()
+  assert h.dtype == dtypes.float16
+  np.testing.assert_allclose(h.numpy(), rnd(4, 8) @ rnd(8, 2, seed=1), atol=1e-2)
+  assert ([[1.0, 2.0]] @ Tensor([[1.0], [1.0]], device=dev)).tolist() == [[3.0]]
+  with pytest.raises(ValueError, match="matmul shape mismatch"): Tensor.ones(2, 3) @ Tensor.ones(2, 3)
+  with pytest.raises(ValueError, match="at least 1 dim"): Tensor(1.0) @ Tensor.ones(2)
+  with pytest.raises(ValueError, match="batch dims"): Tensor.ones(2, 2, 3) @ Tensor.ones(3, 3, 4)
+
+def test_linear(dev):
+  check(lambda x, w, b: x.linear(w, b), lambda x, w, b: x @ w + b, [rnd(4, 3), rnd(3, 5, seed=1), rnd(5, seed=2)], dev)
+  check(lambda x, w: x.linear(w), lambda x, w: x * w, [rnd(4, 3), rnd(3, seed=1)], dev)
+
+@pytest.mark.parametrize("formula,shapes", [
+  ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("i,i->", [(4,), (4,)]),
+  ("i,j->ij", [(3,), (4,)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("ij->ji", [(2, 3)]), ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]),
+  ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("ijk->", [(2, 3, 4)]), ("ij,ij,ij->i", [(2, 3), (2, 3), (2, 3)]),
+  ("i...->...", [(2, 3, 4)]), ("a b, b c -> a c", [(2, 3), (3, 2)])], ids=lambda x: str(x))
+def test_einsum(formula, shapes, dev):
+  ins = [rnd(*s, seed=i) for i, s in enumerate(shapes)]
+  check(lambda *t: Tensor.einsum(formula, *t), lambda *t: torch.einsum(formula, *t), ins, dev)
+  check(lambda *t: Tensor.einsum(formula, list(t)), lambda *t: torch.einsum(formula, *t), ins, dev, grad=False)
+
+def test_einsum_errors():
+  with pytest.raises(ValueError, match="operands"): Tensor.einsum("ij,jk->ik", Tensor.ones(2, 3))
+  with pytest.raises(ValueError, match="does not match"): Tensor.einsum("ijk->i", Tensor.ones(2, 3))
+  with pytest.raises(ValueError, match="sizes"): Tensor.einsum("ij,jk->ik", Tensor.ones(2, 3), Tensor.ones(4, 2))
+  with pytest.raises(ValueError, match="not in the inputs"): Tensor.einsum("ij->k", Tensor.ones(2, 3))
+
+# *** convolution ***
+@pytest.mark.parametrize("cfg", [
+  dict(), dict(stride=2), dict(padding=1), dict(dilation=2), dict(padding=(1, 0, 2, 1)), dict(groups=2), dict(stride=(2, 1), padding=(1, 2)),
+  dict(groups=4, padding=1, stride=2, dilation=(1, 2))], ids=str)
+def test_conv2d(cfg, dev):
+  groups = cfg.get("groups", 1)
+  x, w, b = rnd(2, 4, 6, 5), rnd(4, 4 // groups, 3, 2, seed=1), rnd(4, seed=2)
+  def tref(x, w, b):
+    p = cfg.get("padding", 0)
+    if isinstance(p, tuple) and len(p) == 4: x, p = tF.pad(x, p), 0
+    return tF.conv2d(x, w, b, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
+  check(lambda x, w, b: x.conv2d(w, b, **cfg), tref, [x, w, b], dev, atol=1e-5)
+
+def test_conv1d_conv3d(dev):
+  check(lambda x, w: x.conv2d(w, stride=2, padding=1), lambda x, w: tF.conv1d(x, w, stride=2, padding=1), [rnd(2, 3, 9), rnd(4, 3, 3, seed=1)], dev)
+  check(lambda x, w, b: x.conv2d(w, b, padding=1), lambda x, w, b: tF.conv3d(x, w, b, padding=1), [rnd(1, 2, 3, 4, 3), rnd(2, 2, 2, 2, 2, seed=1),
+                                                                                                      rnd(2, seed=2)], dev)
+
+def test_conv2d_errors():
+  x = Tensor.ones(1, 4, 5, 5)
+  with pytest.raises(ValueError, match="channels"): x.conv2d(Tensor.ones(2, 3, 3, 3))
+  with pytest.raises(ValueError, match="divisible by groups"): x.conv2d(Tensor.ones(3, 2, 3, 3), groups=2)
+  with pytest.raises(ValueError, match="bias"): x.conv2d(Tensor.ones(2, 4, 3, 3), Tensor.ones(3))
+  with pytest.raises(ValueError, match="same number of dims"): x.conv2d(Tensor.ones(2, 4, 3))
+  with pytest.raises(ValueError, match="does not fit"): x.conv2d(Tensor.ones(2, 4, 7, 7))
+  with pytest.raises(ValueError, match="padding"): x.conv2d(Tensor.ones(2, 4, 3, 3), padding=(1, 2, 3))
+
+@pytest.mark.parametrize("cfg", [dict(), dict(stride=2), dict(padding=1), dict(stride=2, padding=1, output_padding=1), dict(dilation=2),
+                                 dict(groups=2, stride=(2, 1)), dict(stride=3, padding=(2, 1), dilation=(1, 2), output_padding=(1, 0))], ids=str)
+def test_conv_transpose2d(cfg, dev):
+  groups = cfg.get("groups", 1)
+  x, w, b = rnd(2, 4, 4, 3), rnd(4, 6 // groups, 3, 2, seed=1), rnd(6 if groups == 1 else 6, seed=2)
+  check(lambda x, w, b: x.conv_transpose2d(w, b, **cfg), lambda x, w, b: tF.conv_transpose2d(x, w, b, **cfg), [x, w, b], dev, atol=1e-5)
+
+# *** pooling ***
+@pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=3, stride=1), dict(kernel_size=(2, 3), stride=(1, 2)),
+                                 dict(kernel_size=3, padding=1), dict(kernel_size=3, stride=2, ceil_mode=True),
+                                 dict(kernel_size=2, dilation=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)], ids=str)
+def test_max_pool2d(cfg, dev):
+  x = rnd(2, 2, 7, 6)
+  check(lambda t: t.max_pool2d(**cfg), lambda t: tF.max_pool2d(t, **cfg), [x], dev)
+  out, idx = Tensor(x, device=dev).max_pool2d(**cfg, return_indices=True)
+  _, tidx = tF.max_pool2d(torch.tensor(x), **cfg, return_indices=True)
+  assert idx.dtype == dtypes.int64
+  np.testing.assert_equal(idx.numpy(), tidx.numpy())
+
+@pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=3, stride=1), dict(kernel_size=3, padding=1),
+                                 dict(kernel_size=3, padding=1, count_include_pad=False), dict(kernel_size=3, stride=2, ceil_mode=True),
+                                 dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                                 dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), dict(kernel_size=(2, 3), stride=(2, 1))], ids=str)
+def test_avg_pool2d(cfg, dev):
+  check(lambda t: t.avg_pool2d(**cfg), lambda t: tF.avg_pool2d(t, **cfg), [rnd(2, 2, 7, 6)], dev)
+
+def test_pool_1d_3d_and_ints(dev):
+  check(lambda t: t.max_pool2d((3,), 2), lambda t: tF.max_pool1d(t, 3, 2), [rnd(2, 3, 9)], dev)
+  check(lambda t: t.avg_pool2d((2, 2, 2)), lambda t: tF.avg_pool3d(t, 2), [rnd(1, 2, 4, 4, 4)], dev)
+  i = Tensor(np.arange(16, dtype=np.int32).reshape(1, 1, 4, 4), device=dev)
+  assert i.max_pool2d(padding=1).dtype == dtypes.int32
+  np.testing.assert_equal(i.max_pool2d().numpy(), [[[[5, 7], [13, 15]]]])
+  np.testing.assert_equal(i.max_pool2d(3, 1, padding=1).numpy(), tF.max_pool2d(torch.arange(16.0).reshape(1, 1, 4, 4), 3, 1, 1).int().numpy())
+  with pytest.raises(ValueError, match="does not fit"): Tensor.ones(1, 1, 2, 2).max_pool2d(3)
+
+@pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, stride=1)], ids=str)
+def test_max_unpool2d(cfg, dev):
+  x = rnd(1, 2, 6, 6)
+  out, idx = Tensor(x, device=dev).max_pool2d(**cfg, return_indices=True)
+  tout, tidx = tF.max_pool2d(torch.tensor(x), **cfg, return_indices=True)
+  check(lambda t: t.max_unpool2d(Tensor(tidx.numpy(), device=dev), **cfg, output_size=(6, 6)),
+        lambda t: tF.max_unpool2d(t, tidx, **cfg, output_size=(6, 6)), [tout.numpy()], dev)
+  up = out.max_unpool2d(idx, **cfg, output_size=(6, 6))
+  np.testing.assert_allclose(up.numpy(), tF.max_unpool2d(tout, tidx, **cfg, output_size=(6, 6)).numpy(), rtol=1e-6)
+
+@pytest.mark.parametrize("size,mode,ac", [((5, 7), "linear", False), ((3, 2), "linear", False), ((5, 7), "linear", True), ((8, 3), "nearest", False),
+                                          ((2, 5), "nearest", False), ((7, 9), "nearest-exact", False), ((1, 1), "linear", True)], ids=str)
+def test_interpolate(size, mode, ac, dev):
+  tmode = {"linear": "bilinear", "nearest": "nearest", "nearest-exact": "nearest-exact"}[mode]
+  kw = {"align_corners": ac} if mode == "linear" else {}
+  check(lambda t: t.interpolate(size, mode=mode, align_corners=ac), lambda t: tF.interpolate(t, size=size, mode=tmode, **kw), [rnd(1, 2, 4, 5)], dev)
+
+def test_interpolate_1d_3d(dev):
+  check(lambda t: t.interpolate((7,)), lambda t: tF.interpolate(t, size=(7,), mode="linear"), [rnd(2, 2, 5)], dev)
+  check(lambda t: t.interpolate((3, 4, 2)), lambda t: tF.interpolate(t, size=(3, 4, 2), mode="trilinear"), [rnd(1, 1, 2, 3, 4)], dev)
+  with pytest.raises(ValueError, match="mode"): Tensor.ones(1, 1, 2, 2).interpolate((3, 3), mode="cubic")
+
+# *** normalization ***
+@pytest.mark.parametrize("axis", [-1, (1, 2), 1])
+def test_layernorm(axis, dev):
+  x = rnd(2, 3, 4) * 3
+  dims = axis if isinstance(axis, tuple) else (axis,)
+  check(lambda t: t.layernorm(axis, eps=1e-5), lambda t: (t - t.mean(dims, keepdim=True)) / (t.var(dims, keepdim=True, correction=0) + 1e-5).sqrt(),
+        [x], dev)
+  check(lambda t: t.layernorm(), lambda t: tF.layer_norm(t, (4,)), [x], dev)
+
+def test_batchnorm(dev):
+  x, w, b, m, v = rnd(4, 3, 2, 2), rnd(3, seed=1), rnd(3, seed=2), rnd(3, seed=3), rnd(3, seed=4, lo=0.5, hi=2)
+  # torch takes running stats without gradients: they are closed over, x, weight and bias are checked
+  tm, tv = torch.tensor(m), torch.tensor(v)
+  check(lambda x, w, b: x.batchnorm(w, b, Tensor(m, device=dev), (Tensor(v, device=dev) + 1e-5).rsqrt()),
+        lambda x, w, b: tF.batch_norm(x, tm, tv, w, b, eps=1e-5), [x, w, b], dev)
+  check(lambda x: x.batchnorm(None, None, Tensor(m, device=dev), (Tensor(v, device=dev) + 1e-5).rsqrt()),
+        lambda x: tF.batch_norm(x, tm, tv, eps=1e-5), [x], dev)
+  x2 = rnd(5, 3)
+  check(lambda x, m, v: x.batchnorm(None, None, m, v.rsqrt(), axis=1), lambda x, m, v: (x - m) * v.rsqrt(), [x2, m, v], dev)
+  with pytest.raises(ValueError, match="does not fit"): Tensor(x).batchnorm(None, None, Tensor.ones(4), Tensor.ones(3))
+
+# *** losses ***
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy(reduction, smoothing, dev):
+  logits = rnd(5, 4) * 3
+  y = np.array([1, 0, 3, 3, 2])
+  check(lambda t: t.cross_entropy(Tensor(y, device=dev), reduction, smoothing),
+        lambda t: tF.cross_entropy(t, torch.tensor(y), reduction=reduction, label_smoothing=smoothing), [logits], dev)
+  probs = _rng(3).dirichlet(np.ones(4), 5).astype(np.float32)
+  check(lambda t: t.cross_entropy(Tensor(probs, device=dev), reduction, smoothing),
+        lambda t: tF.cross_entropy(t, torch.tensor(probs), reduction=reduction, label_smoothing=smoothing), [logits], dev)
+
+def test_cross_entropy_spatial(dev):
+  logits = rnd(2, 3, 4, 2)
+  y = _rng(4).integers(0, 3, (2, 4, 2))
+  check(lambda t: t.cross_entropy(Tensor(y, device=dev)), lambda t: tF.cross_entropy(t, torch.tensor(y)), [logits], dev)
+  with pytest.raises(ValueError, match="target of shape"): Tensor(logits).cross_entropy(Tensor([0, 1]))
+  with pytest.raises(TypeError, match="integers"): Tensor(logits).cross_entropy(Tensor(y.astype(np.float32)))
+
+@pytest.mark.parametrize("ignore_index,smoothing,reduction", [(-1, 0.0, "mean"), (2, 0.0, "mean"), (-1, 0.1, "mean"), (1, 0.3, "sum"),
+                                                              (-1, 0.0, "none"), (0, 0.0, "none")])
+def test_sparse_categorical_crossentropy(ignore_index, smoothing, reduction, dev):
+  logits = rnd(6, 4) * 2
+  y = np.array([1, 2, 3, 0, 2, 1])
+  tref = lambda t: tF.cross_entropy(t, torch.tensor(y), ignore_index=ignore_index, label_smoothing=smoothing, reduction=reduction)
+  check(lambda t: t.sparse_categorical_crossentropy(Tensor(y, device=dev), ignore_index, smoothing, reduction), tref, [logits], dev)
+
+def test_sparse_categorical_crossentropy_nd_and_errors(dev):
+  logits = rnd(2, 3, 5)
+  y = _rng(5).integers(0, 5, (2, 3))
+  check(lambda t: t.sparse_categorical_crossentropy(Tensor(y, device=dev)), lambda t: tF.cross_entropy(t.permute(0, 2, 1), torch.tensor(y)),
+        [logits], dev)
+  with pytest.raises(ValueError, match="out of range"): Tensor(logits).sparse_categorical_crossentropy(Tensor(np.full((2, 3), 5)))
+  with pytest.raises(ValueError, match="do not match"): Tensor(logits).sparse_categorical_crossentropy(Tensor([0, 1]))
+  with pytest.raises(ValueError, match="reduction"): Tensor(logits).sparse_categorical_crossentropy(Tensor(y), reduction="avg")
+  with pytest.raises(ValueError, match="label_smoothing"): Tensor(logits).sparse_categorical_crossentropy(Tensor(y), label_smoothing=1.5)
+
+@pytest.mark.parametrize("weighted,ignore_index,reduction", [(False, None, "mean"), (True, None, "mean"), (True, 1, "mean"), (False, 2, "sum"),
+                                                             (True, None, "none")])
+def test_nll_loss(weighted, ignore_index, reduction, dev):
+  lp = np.log(_rng(6).dirichlet(np.ones(4), 5)).astype(np.float32)
+  y = np.array([1, 0, 3, 1, 2])
+  wt = rnd(4, lo=0.5, hi=2, seed=7)
+  kw = {"ignore_index": ignore_index} if ignore_index is not None else {}
+  check(lambda t: t.nll_loss(Tensor(y, device=dev), Tensor(wt, device=dev) if weighted else None, ignore_index, reduction),
+        lambda t: tF.nll_loss(t, torch.tensor(y), torch.tensor(wt) if weighted else None, reduction=reduction, **kw), [lp], dev)
+  lp2 = rnd(2, 3, 4)
+  y2 = _rng(8).integers(0, 3, (2, 4))
+  check(lambda t: t.nll_loss(Tensor(y2, device=dev)), lambda t: tF.nll_loss(t, torch.tensor(y2)), [lp2], dev)
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_binary_crossentropy(reduction, dev):
+  p = rnd(3, 4, lo=0.05, hi=0.95)
+  y = (_rng(9).random((3, 4)) > 0.5).astype(np.float32)
+  check(lambda t: t.binary_crossentropy(Tensor(y, device=dev), reduction), lambda t: tF.binary_cross_entropy(t, torch.tensor(y), reduction=reduction),
+        [p], dev)
+  logits = rnd(3, 4) * 5
+  check(lambda t: t.binary_crossentropy_logits(Tensor(y, device=dev), reduction),
+        lambda t: tF.binary_cross_entropy_with_logits(t, torch.tensor(y), reduction=reduction), [logits], dev)
+  pw = rnd(4, lo=0.5, hi=3, seed=10)
+  check(lambda t: t.binary_crossentropy_logits(Tensor(y, device=dev), reduction, pos_weight=Tensor(pw, device=dev)),
+        lambda t: tF.binary_cross_entropy_with_logits(t, torch.tensor(y), reduction=reduction, pos_weight=torch.tensor(pw)), [logits], dev)
+
+def test_bce_extremes(dev):
+  p = np.array([0.0, 1.0, 0.5], np.float32)
+  y = np.array([1.0, 0.0, 1.0], np.float32)
+  np.testing.assert_allclose(Tensor(p, device=dev).binary_crossentropy(Tensor(y, device=dev), "none").numpy(),
+                             tF.binary_cross_entropy(torch.tensor(p), torch.tensor(y), reduction="none").numpy(), rtol=1e-6)
+  big = np.array([100.0, -100.0, 0.0], np.float32)
+  np.testing.assert_allclose(Tensor(big, device=dev).binary_crossentropy_logits(Tensor(y, device=dev), "none").numpy(),
+                             tF.binary_cross_entropy_with_logits(torch.tensor(big), torch.tensor(y), reduction="none").numpy(), rtol=1e-6, atol=1e-30)
+  with pytest.raises(ValueError, match="does not match"): Tensor(p).binary_crossentropy(Tensor([1.0]))
+
+def test_one_hot(dev):
+  y = np.array([[0, 2], [1, 3]])
+  oh = Tensor(y, device=dev).one_hot(5)
+  assert oh.dtype == dtypes.int32 and oh.shape == (2, 2, 5)
+  np.testing.assert_equal(oh.numpy(), tF.one_hot(torch.tensor(y), 5).numpy())
+  np.testing.assert_equal(Tensor(y, device=dev).one_hot().numpy(), tF.one_hot(torch.tensor(y)).numpy())
+  with pytest.raises(ValueError, match="class values"): Tensor([0, 5]).one_hot(5)
+  with pytest.raises(ValueError, match="class values"): Tensor([-1, 2]).one_hot(5)
+  with pytest.raises(TypeError, match="integer"): Tensor([0.0, 1.0]).one_hot(2)
+
+# *** attention ***
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool_mask", "float_mask"])
+def test_scaled_dot_product_attention(kind, dev):
+  q, k, v = rnd(2, 2, 3, 4), rnd(2, 2, 5, 4, seed=1), rnd(2, 2, 5, 6, seed=2)
+  if kind == "causal": k, v = k[:, :, :3], v[:, :, :3]
+  mask = _rng(3).random((3, 5)) > 0.3
+  mask[:, 0] = True
+  fmask = rnd(3, 5, seed=4)
+  kw = {"plain": {}, "causal": {"is_causal": True}, "bool_mask": {"attn_mask": mask}, "float_mask": {"attn_mask": fmask}}[kind]
+  tkw = {a: (Tensor(b, device=dev) if isinstance(b, np.ndarray) else b) for a, b in kw.items()}
+  pkw = {a: (torch.tensor(b) if isinstance(b, np.ndarray) else b) for a, b in kw.items()}
+  check(lambda q, k, v: q.scaled_dot_product_attention(k, v, **tkw), lambda q, k, v: tF.scaled_dot_product_attention(q, k, v, **pkw),
+        [q, k, v], dev)
+
+def test_attention_gqa_and_errors(dev):
+  q, k, v = rnd(1, 4, 3, 2), rnd(1, 2, 3, 2, seed=1), rnd(1, 2, 3, 2, seed=2)
+  check(lambda q, k, v: q.scaled_dot_product_attention(k, v, enable_gqa=True),
+        lambda q, k, v: tF.scaled_dot_product_attention(q, k, v, enable_gqa=True), [q, k, v], dev)
+  with pytest.raises(ValueError, match="either attn_mask or is_causal"):
+    Tensor(q).scaled_dot_product_attention(Tensor(q), Tensor(q), attn_mask=Tensor.ones(3, 3), is_causal=True)
+  with pytest.raises(ValueError, match="dim"): Tensor(q).scaled_dot_product_attention(Tensor.ones(1, 4, 3, 5), Tensor(q))
+
+def test_attention_dropout_in_training(dev):
+  q = Tensor(rnd(1, 2, 4), device=dev)
+  with Tensor.train():
+    Tensor.manual_seed(0)
+    out = q.scaled_dot_product_attention(q, q, dropout_p=0.5).numpy()
+  ref = q.scaled_dot_product_attention(q, q).numpy()
+  assert out.shape == ref.shape and not np.allclose(out, ref)
+  np.testing.assert_allclose(q.scaled_dot_product_attention(q, q, dropout_p=0.5).numpy(), ref)
