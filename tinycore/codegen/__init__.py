@@ -48,7 +48,7 @@ def estimate_flops(uops: list[UOp], global_size: list[int], local_size: list[int
       mult *= int(u.src[1].arg) - int(u.src[0].arg) if u.src[1].op is Ops.CONST and u.src[0].op is Ops.CONST else 1
     elif u.op is Ops.ENDRANGE: mult = stack.pop()
     elif u.op in GroupOp.ALU and not dtypes.is_int(u.dtype) and u.dtype != dtypes.bool:
-      flops += mult * (2 if u.op is Ops.MULACC else 1)
+      flops += mult * (2 if u.op is Ops.MULACC else 1) * u.dtype.count  # a vector op does one per lane
   return flops
 
 def get_kernel(ast: UOp, renderer: Renderer) -> Kernel:

@@ -1,6 +1,13 @@
-"""Hand-coded optimizations: a quick, reasonable choice of OptOps when BEAM search is off."""
+"""Hand-coded optimizations: a quick, reasonable choice of OptOps when BEAM search is off.
+
+Devices with thread ids (GPUs) get groups of threads and a grouped reduce for big reductions. Devices without them
+(CLANG: global dims are loops, the outermost spread over the cores) get register tiles instead: the output dim that
+is contiguous in memory is upcast to a vector width (vector loads and stores), the output dim that an input
+broadcasts along is upcast too (one loaded value feeds several accumulators, as in the microkernel of a matmul), and
+a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop)."""
 from __future__ import annotations
 from tinycore.helpers import prod
+from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
 def _try(k: Kernel, opt: Opt) -> bool:
@@ -9,7 +16,14 @@ def _try(k: Kernel, opt: Opt) -> bool:
     return True
   except KernelOptError: return False
 
+def _load_sts(k: Kernel) -> list:
+  return [k.st_for(u.src[1]) for u in k.ast.toposort() if u.op is Ops.LOAD]
+
+def _out_sts(k: Kernel) -> list:
+  return [k.st_for(s.src[1]) for s in k.ast.src]
+
 def hand_coded_optimizations(k: Kernel) -> Kernel:
+  if not k.renderer.has_local and max(getattr(k.renderer, "vector_widths", (1,))) > 1: return cpu_optimizations(k)
   r = k.renderer
   red = k.dims("r")
   # a big reduce with a small output: spread the reduce over the threads of a group
@@ -50,3 +64,74 @@ def hand_coded_optimizations(k: Kernel) -> Kernel:
         if k.full_shape[d] % amt == 0 and k.full_shape[d] > amt and _try(k, Opt(OptOps.LOCAL, i, amt)): break
       if prod(k.full_shape[x] for x in k.dims("l")) >= 64: break
   return k
+
+def cpu_optimizations(k: Kernel) -> Kernel:
+  """Register tiles for a CPU with vector units (see the module docstring)."""
+  widths = sorted((w for w in k.renderer.vector_widths if w > 1), reverse=True)
+  def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
+  def strides(d: int, sts: list) -> list: return [st.real_strides()[d] for st in sts]
+  # dims are positions in the iteration space: a split keeps the outer part in place, a whole dim moves away
+  def upcast(d: int, amt: int) -> bool: return d in k.dims("g") and _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), amt))
+  def unroll(d: int, amt: int) -> bool: return d in k.dims("r") and _try(k, Opt(OptOps.UNROLL, k.dims("r").index(d), amt))
+  # small reduce dims (a 3x3 window) are unrolled into registers
+  for d in reversed(k.dims("r")):
+    if k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
+  loads, outs = _load_sts(k), _out_sts(k)
+  # the lane dim: the innermost output dim contiguous in the output
+  lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
+  lane_w = next((w for w in widths if lane is not None and fits(lane, w)), None)
+  if k.reduceop is None:
+    # elementwise: vectors along the contiguous dim, two of them per iteration
+    if lane is not None and lane_w is not None and upcast(lane, lane_w):
+      g = k.dims("g")
+      if g and fits(g[-1], 2) and k.full_shape[g[-1]] >= 64 and all(s == lane_w for s in strides(g[-1], _out_sts(k))): upcast(g[-1], 2)
+    return k
+  red = k.dims("r")
+  if lane is not None and lane_w is not None and any(s == 0 for s in strides(lane, loads)) and \
+     all(s in (0, 1) for s in strides(lane, loads)):
+    # matmul / conv microkernel: vectors along the lane dim, rows along a dim the vector-loaded input broadcasts
+    # along (one vector load feeds every row), the reduce unrolled
+    upcast(lane, lane_w)
+    # a second vector along the lane dim where it is long enough
+    if lane in k.dims("g") and fits(lane, 2) and k.full_shape[lane] >= 4: upcast(lane, 2)
+    vviews = _vec_views(k)
+    cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
+    rows = None
+    if cands:
+      # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
+      d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
+      for amt in (8, 4, 2):
+        if fits(d, amt) and upcast(d, amt):
+          rows = d if d in k.dims("g") else None
+          break
+    red = k.dims("r")
+    if red and not k.dims("u"):
+      for amt in (4, 2):
+        if fits(red[-1], amt) and unroll(red[-1], amt): break
+    # a cache tile: when the inputs are bigger than the caches, a block of rows stays hot while the columns sweep
+    g = k.dims("g")
+    if rows is not None and len(g) >= 2 and g.index(rows) == 0:
+      rest = prod(k.full_shape[x] for x in g[1:])
+      for amt in (16, 8):
+        if rest >= 16 and fits(rows, amt) and k.full_shape[rows] >= 2 * amt and _try(k, Opt(OptOps.TILE, 0, amt)): break
+    return k
+  if red and any(s == 1 for s in strides(red[-1], loads)):
+    # a reduce along contiguous memory (sum, softmax, A @ B.T): vector accumulators combined after the loop; output
+    # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators
+    d = red[-1]
+    w = next((w for w in widths if fits(d, w)), None)
+    if w is not None and unroll(d, w):
+      for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g])[:2]:
+        if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 4) and k.full_shape[g] >= 16: upcast(g, 4)
+      red = k.dims("r")
+      if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
+      return k
+  if red:
+    for amt in (4, 2):
+      if fits(red[-1], amt) and unroll(red[-1], amt): break
+  return k
+
+def _vec_views(k: Kernel) -> list:
+  """The VIEWs of the loads that are contiguous along the innermost upcast dim (the ones loaded as vectors)."""
+  U = k.dims("U")
+  return [u.src[1] for u in k.ast.toposort() if u.op is Ops.LOAD and U and k.st_for(u.src[1]).real_strides()[U[-1]] == 1]

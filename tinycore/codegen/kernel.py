@@ -2,6 +2,7 @@
 
 Every dim of the iteration space has a kind, kept in this order:
   'g' global (one per output position; a loop on devices without ids)   'l' local (threads of a group)
+  't' tile (an output loop nested inside the global dims: a cache tile; on GPUs a loop inside each thread)
   'G' grouped reduce (reduced across the threads of a group)            'r' reduce loop
   'u' unrolled reduce / 'U' upcast output (expanded into registers, in the innermost positions)
 An OptOp splits one dim and moves the new part to the place of its kind; all ShapeTrackers change together."""
@@ -16,20 +17,20 @@ from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto()  # noqa: E702
+  UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto(); TILE = auto()  # noqa: E702
   def __lt__(self, o: OptOps) -> bool: return self.value < o.value
 
 @dataclass(frozen=True, order=True)
 class Opt:
   op: OptOps
-  axis: int     # UPCAST/LOCAL: index among the global dims; UNROLL/GROUP: index among the reduce-loop dims
+  axis: int     # UPCAST/LOCAL/TILE: index among the global dims; UNROLL/GROUP: index among the reduce-loop dims
   amount: int   # the size of the new dim; 0 means the whole dim
   def __repr__(self) -> str: return f"Opt({self.op.name}, {self.axis}, {self.amount})"
 
 class KernelOptError(Exception):
   """An optimization that does not apply to this kernel (the search skips it)."""
 
-_ORDER = "glGruU"
+_ORDER = "gtlGruU"
 
 class Kernel:
   def __init__(self, ast: UOp, renderer: Renderer):
@@ -102,7 +103,7 @@ class Kernel:
 
   def apply_opt(self, opt: Opt) -> None:
     r = self.renderer
-    if opt.op in (OptOps.UPCAST, OptOps.LOCAL): pool = self.dims("g")
+    if opt.op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.TILE): pool = self.dims("g")
     else: pool = self.dims("r")
     if not 0 <= opt.axis < len(pool): raise KernelOptError(f"{opt}: no such axis (have {len(pool)})")
     dim = pool[opt.axis]
@@ -113,9 +114,12 @@ class Kernel:
       if r.local_max is not None and threads > r.local_max[0]: raise KernelOptError(f"{opt}: {threads} threads per group is too many")
     if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
       if amount > r.max_upcast: raise KernelOptError(f"{opt}: upcast of {amount} is more than {r.max_upcast}")
-      if prod(self.full_shape[i] for i in self.dims("u") + self.dims("U")) * amount > 256: raise KernelOptError(f"{opt}: too many registers")
+      # accumulators live in registers (the upcast outputs); unrolled reduce values are transient but grow the code
+      ups, unr = prod(self.full_shape[i] for i in self.dims("U")), prod(self.full_shape[i] for i in self.dims("u"))
+      if (ups * amount if opt.op is OptOps.UPCAST else ups) > 256 or ups * unr * amount > 1024: raise KernelOptError(f"{opt}: too many registers")
     if opt.op is OptOps.GROUP and self.dims("G"): raise KernelOptError("only one GROUP")
-    self._split(dim, amount, {OptOps.UPCAST: "U", OptOps.UNROLL: "u", OptOps.LOCAL: "l", OptOps.GROUP: "G"}[opt.op])
+    if opt.op is OptOps.TILE and amount == self.full_shape[dim]: raise KernelOptError(f"{opt}: a tile of the whole dim is no tile")
+    self._split(dim, amount, {OptOps.UPCAST: "U", OptOps.UNROLL: "u", OptOps.LOCAL: "l", OptOps.GROUP: "G", OptOps.TILE: "t"}[opt.op])
     self.applied_opts.append(opt)
 
   def apply_opts(self, opts: list[Opt]) -> Kernel:
@@ -131,7 +135,7 @@ class Kernel:
   # *** names ***
   @property
   def name(self) -> str:
-    colors = {"g": "blue", "l": "cyan", "G": "green", "r": "red", "u": "magenta", "U": "yellow"}
+    colors = {"g": "blue", "t": "white", "l": "cyan", "G": "green", "r": "red", "u": "magenta", "U": "yellow"}
     kind = "r" if self.reduceop is not None else "E"
     dims = [str(s) for s in self.full_shape] or ["1"]
     self.display_name = kind + " " + " ".join(colored(d, colors[k]) for d, k in zip(dims, self.kinds or ["g"]))

@@ -17,7 +17,7 @@ TINYCORE_API_VERSION = "1.0.0"
 CFLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-ffp-contract=fast"]
 # THREADS=n: how many cores a kernel may use (default: all of them); kernels smaller than PARALLEL_MIN_WORK run on one
 THREADS = max(1, getenv("THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
-PARALLEL_MIN_WORK = getenv("PARALLEL_MIN_WORK", 1 << 16)
+PARALLEL_MIN_WORK, CHUNKS_PER_CORE = getenv("PARALLEL_MIN_WORK", 1 << 16), getenv("CHUNKS_PER_CORE", 4)
 
 def _loop_work(uops: list[UOp]) -> tuple[float, UOp | None]:
   """Roughly how many operations the kernel executes (loop trips times the ops inside), and its outermost loop."""
@@ -43,6 +43,8 @@ def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int]:
   start, end = uops.index(outer), max(i for i, u in enumerate(uops) if u.op is Ops.ENDRANGE and u.src[0] is outer)
   if any(u.op in (Ops.STORE, Ops.RANGE) for u in uops[:start] + uops[end + 1:]): return uops, 1
   lo, hi = outer.src
+  # the loop is cut into chunks that the cores take in turn (a few per core, so a busy core delays nothing)
+  threads = threads * CHUNKS_PER_CORE
   if lo.op is Ops.CONST and hi.op is Ops.CONST:
     threads = min(threads, hi.arg - lo.arg)
     if threads <= 1: return uops, 1
@@ -62,48 +64,104 @@ def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int]:
     if nu is None: nu = u.replace(src=tuple(mapping.get(s, s) for s in u.src)) if any(s in mapping for s in u.src) else u
     if nu is not u: mapping[u] = nu
     out.append(nu)
-  # the two core arguments go last, after every buffer and variable
+  # the two chunk arguments (named core_id and core_count) go last, after every buffer and variable
   defs = [u for u in out if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR) and u not in (cid, cnt)]
   rest = [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
   return defs + [cid, cnt] + rest, threads
 
+def _vector_widths() -> tuple[int, ...]:
+  """Float vector lengths worth emitting here: 16 (512-bit) with AVX-512, 8 (256-bit) with AVX, else 4 (SSE/NEON).
+  VECTOR_WIDTHS=8,4 overrides it."""
+  if (env := os.getenv("VECTOR_WIDTHS")): return tuple(int(x) for x in env.split(","))
+  try:
+    with open("/proc/cpuinfo") as f: flags = next((ln for ln in f if ln.startswith("flags")), "").split()
+  except OSError: flags = []
+  return (16, 8, 4) if "avx512f" in flags else (8, 4) if "avx" in flags else (4,)
+
 class ClangRenderer(CStyleLanguage):
-  """C99 for the host: global dims become loops, no local memory."""
+  """C99 for the host: global dims become loops (the outermost spread over the cores), no local memory. Vectors are
+  GCC/clang vector extensions (`vector_size`), loaded and stored unaligned."""
   buffer_suffix = " restrict"
+  vector_alu = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.MAX, Ops.MULACC, Ops.RECIP, Ops.EXP2})
+  vector_dtypes = (dtypes.float32,)
+  code_for_op = {**CStyleLanguage.code_for_op,
+                 Ops.MAX: lambda a, b, dt: f"tc_max_{dt.count}({a},{b})" if dt.count > 1 else CStyleLanguage.code_for_op[Ops.MAX](a, b, dt)}
   type_map = {**CStyleLanguage.type_map, dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
               dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
               dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16"}
   infinity, nan = "__builtin_inff()", "__builtin_nanf(\"\")"
   def __init__(self, half_type: str | None = None) -> None:
     # half is declared only when the compiler has a type for it (_Float16, or clang's storage-only __fp16)
-    super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None,
+    super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=_vector_widths(),
                      dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 and (d != dtypes.float16 or half_type)))
     if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
   def render_math(self, op: Ops, x: str, dt: DType) -> str:
     if op is Ops.RECIP: return super().render_math(op, x, dt)
+    if dt.count > 1: return f"tc_{self.math_fns[op]}_{dt.count}({x})"
     fn = self.math_fns[op]
     if dt == dtypes.float64: return f"__builtin_{fn}({x})"
     if dt == dtypes.float32: return f"__builtin_{fn}f({x})"
     return f"(({self.render_dtype(dt)})__builtin_{fn}f((float)({x})))"
+  def render_vector_load(self, buf: str, idx: str, dt: DType) -> str: return f"(*((const {self.render_dtype(dt)}_u*)({buf}+{idx})))"
+  def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}_u*)({buf}+{idx})) = {val};"
+  def render_prefix(self, uops: list[UOp]) -> str:
+    lines = []
+    for dt in sorted({u.dtype for u in uops if u.dtype.count > 1 and not isinstance(u.dtype, PtrDType)}, key=lambda d: (d.name, d.count)):
+      t, n, sz = self.render_dtype(dt), dt.count, dt.itemsize
+      lines += [f"typedef {self.type_map[dt.scalar()]} {t} __attribute__((vector_size({sz})));",
+                f"typedef {self.type_map[dt.scalar()]} {t}_u __attribute__((vector_size({sz}), aligned({dt.scalar().itemsize})));"]
+      m = f"tc_mask{sz}_{dt.scalar().itemsize}"
+      lines += [f"typedef {'int' if dt.scalar().itemsize == 4 else 'long long'} {m} __attribute__((vector_size({sz})));",
+                f"static inline {t} tc_sel_{n}({m} k, {t} a, {t} b) {{ return ({t})((k & ({m})a) | (~k & ({m})b)); }}"]
+      if any(u.op is Ops.MAX and u.dtype == dt for u in uops):
+        # NaN-propagating max, lane by lane: a NaN `a` is kept, a NaN `b` wins the comparison (as the scalar form)
+        lines.append(f"static inline {t} tc_max_{n}({t} a, {t} b) {{ return tc_sel_{n}((a != a) | (a > b), a, b); }}")
+      if any(u.op is Ops.EXP2 and u.dtype == dt for u in uops) and dt.scalar() == dtypes.float32: lines.append(_vexp2(t, m, n))
+    return "\n".join(lines) + ("\n" if lines else "")
   def render(self, name: str, uops: list[UOp]) -> str:
-    uops, threads = split_outer_loop(uops, THREADS)
-    src = super().render(name, uops)
-    if threads <= 1: return src
-    # a multi-core kernel exports how many cores it wants and an entry point the thread pool calls on each of them
-    args = [u for u in uops if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)][:-2]
+    uops, self._threads = split_outer_loop(uops, THREADS)
+    return super().render(name, uops)
+  def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
+    src = super().render_kernel(name, body, bufs, uops, prefix)
+    if not any(n == "core_id" for n, _, _ in bufs): return src
+    # a multi-core kernel exports how many cores it wants and an entry point the thread pool calls on each of them:
+    # entry(buffers, values of the variables, core id, core count), the arguments in the kernel's own order
     call, nb, nv = [], 0, 0
-    for u in args:
-      if isinstance(u.dtype, PtrDType): call.append(f"({self.render_dtype(u.dtype)})a[{nb}]"); nb += 1  # noqa: E702
+    for n, dt, _ in bufs:
+      if n in ("core_id", "core_count"): call.append(n)
+      elif isinstance(dt, PtrDType): call.append(f"({self.render_dtype(dt)})a[{nb}]"); nb += 1  # noqa: E702
       else: call.append(f"v[{nv}]"); nv += 1  # noqa: E702
-    return (src + f"\nconst int {name}_threads = {threads};\n"
-            f"void {name}_entry(void **a, const int *v, int core_id, int core_count) {{ {name}({', '.join(call + ['core_id', 'core_count'])}); }}\n")
+    return (src + f"\nconst int {name}_threads = {self._threads};\n"
+            f"void {name}_entry(void **a, const int *v, int core_id, int core_count) {{ {name}({', '.join(call)}); }}\n")
   def render_const(self, x: Any, dt: DType) -> str:
     if dt == dtypes.float64 and isinstance(x, float) and x != x: return "__builtin_nan(\"\")"
     if dt == dtypes.float64 and isinstance(x, float) and abs(x) == float("inf"): return ("-" if x < 0 else "") + "__builtin_inf()"
     return super().render_const(x, dt)
 
+@functools.cache
+def _vexp2(t: str, m: str, n: int) -> str:
+  """exp2 on a float vector: 2^x = 2^round(x) * 2^f with |f| <= 1/2, 2^f by its Taylor polynomial of degree 7 (relative
+  error under 1e-8 before rounding), the power of two applied as two halves so that results from the smallest
+  subnormal to overflow come out right. NaN stays NaN, +inf gives inf, -inf gives 0."""
+  c = [1.0, 0.6931471805599453, 0.2402265069591007, 0.05550410866482158, 0.009618129107628477, 0.0013333558146428443,
+       0.00015403530393381608, 1.525273380405984e-05]
+  poly = f"{c[7]!r}f"
+  for ci in reversed(c[:7]): poly = f"({poly}*f+{ci!r}f)"
+  return (f"static inline {t} tc_exp2_{n}({t} x) {{\n"
+          f"  {t} y = tc_sel_{n}(x < -160.0f, ({t}){{0}} - 160.0f, tc_sel_{n}(x > 160.0f, ({t}){{0}} + 160.0f, x));\n"
+          f"  {t} r = (y + 12582912.0f) - 12582912.0f;  /* round to nearest */\n"
+          f"  {t} f = y - r;\n"
+          f"  {m} i = __builtin_convertvector(r, {m}), i1 = i >> 1, i2 = i - i1;\n"
+          f"  {t} p = {poly};\n"
+          f"  p = p * ({t})((i1 + 127) << 23) * ({t})((i2 + 127) << 23);\n"
+          f"  return tc_sel_{n}(x != x, x, p);\n}}")
+
 def _find_cc() -> str | None:
-  return next((c for c in (os.getenv("CC"), "clang", "cc", "gcc") if c and shutil.which(c)), None)
+  """$CC if set; else clang, cc or gcc, preferring one with a real _Float16 (clang before 15 has only the storage-only
+  __fp16, whose arithmetic does not round to half after each op)."""
+  if (cc := os.getenv("CC")): return cc if shutil.which(cc) else None
+  found = [c for c in ("clang", "cc", "gcc") if shutil.which(c)]
+  return next((c for c in found if half_type(c) == "_Float16"), found[0] if found else None)
 
 @functools.cache
 def _cc_version(cc: str) -> str:
@@ -137,7 +195,8 @@ class ClangAllocator(LRUAllocator):
   costs a page fault per page, 512 times fewer with huge pages."""
   def _alloc(self, size: int, options: BufferSpec) -> np.ndarray:
     if size >= HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
-      m = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+      try: m = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+      except OSError as e: raise MemoryError(f"CLANG cannot allocate {size} bytes of host memory: {e}") from e
       raw = np.frombuffer(m, dtype=np.uint8)
       start = (-raw.ctypes.data) % HUGE
       try: m.madvise(mmap.MADV_HUGEPAGE, start, size - size % HUGE)
@@ -169,8 +228,9 @@ class ClangProgram(Program):
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
     st = time.perf_counter() if wait else 0.0
     if self.threads > 1:
-      self.pool.pool_run(self.entry, (ctypes.c_void_p * max(1, len(bufs)))(*[b.ctypes.data for b in bufs]),
-                         (ctypes.c_int * max(1, len(vals)))(*vals), self.threads)
+      with _pool_lock:  # one job at a time (ctypes lets other Python threads run meanwhile)
+        self.pool.pool_run(self.entry, (ctypes.c_void_p * max(1, len(bufs)))(*[b.ctypes.data for b in bufs]),
+                           (ctypes.c_int * max(1, len(vals)))(*vals), self.threads)
     else: self.fxn(*[ctypes.c_void_p(b.ctypes.data) for b in bufs], *[ctypes.c_int(v) for v in vals])
     return time.perf_counter() - st if wait else None
 

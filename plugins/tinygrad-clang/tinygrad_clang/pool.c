@@ -1,9 +1,12 @@
 // A persistent thread pool for CLANG kernels, compiled once per toolchain and loaded with ctypes.
-// pool_run(entry, args, vals, n) runs entry(args, vals, core, n) for core = 0..n-1: core 0 on the calling thread,
-// the others on workers that spin briefly for new work and then sleep on a futex. It returns when all are done.
+// pool_run(entry, args, vals, n) runs entry(args, vals, i, n) for every chunk i = 0..n-1 of a kernel's outer loop.
+// The calling thread and the workers take chunks from a shared counter, so a worker that the OS has not scheduled
+// (the machine is busy) delays nothing: the others take its chunks. Idle workers spin briefly for new work and then
+// sleep on a futex. pool_run returns when every chunk is done.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,11 +14,12 @@
 typedef void (*entry_t)(void **args, const int *vals, int core, int ncores);
 #define MAXT 256
 static entry_t job_fn; static void **job_args; static const int *job_vals; static int job_n;
-static atomic_uint gen;        // bumped once per job; workers wait for it to change
-static atomic_int pending;     // workers that have not finished the current job
-static atomic_int sleepers;    // workers sleeping on the futex
+static atomic_uint gen;              // the job number; workers wait for it to change (the futex word)
+static _Atomic uint64_t counter;     // job number << 32 | next chunk: a chunk is only taken for the current job
+static atomic_int done_chunks;       // chunks of the current job finished
+static atomic_int sleepers;          // workers sleeping on the futex
 static int nworkers = 0;
-static int spin_iters = 20000;
+static int spin_iters = 4000;
 
 static long futex(atomic_uint *addr, int op, unsigned val) { return syscall(SYS_futex, (unsigned *)addr, op, val, NULL, NULL, 0); }
 static inline void cpu_relax(void) {
@@ -26,8 +30,20 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+// take chunks of job g until none is left (or the job is no longer g), run them, count them done
+static void take_chunks(unsigned g) {
+  for (;;) {
+    uint64_t v = atomic_load_explicit(&counter, memory_order_acquire);
+    int c = (int)(uint32_t)v;
+    if ((unsigned)(v >> 32) != g || c >= job_n) return;
+    if (!atomic_compare_exchange_weak(&counter, &v, v + 1)) continue;
+    job_fn(job_args, job_vals, c, job_n);
+    atomic_fetch_add_explicit(&done_chunks, 1, memory_order_release);
+  }
+}
+
 static void *worker(void *p) {
-  int id = (int)(long)p;
+  (void)p;
   unsigned seen = 0;  // no job ran before the workers were created
   for (;;) {
     unsigned g;
@@ -40,8 +56,7 @@ static void *worker(void *p) {
       spins = 0;
     }
     seen = g;
-    if (id < job_n) job_fn(job_args, job_vals, id, job_n);
-    atomic_fetch_sub_explicit(&pending, 1, memory_order_release);
+    take_chunks(g);
   }
   return NULL;
 }
@@ -60,12 +75,13 @@ int pool_init(int nthreads, int spins) {
 }
 
 void pool_run(entry_t fn, void **args, const int *vals, int n) {
-  if (n > nworkers + 1) n = nworkers + 1;
-  if (n <= 1) { fn(args, vals, 0, 1); return; }
+  if (n <= 1 || nworkers == 0) { for (int c = 0; c < n; c++) fn(args, vals, c, n); return; }
+  unsigned g = atomic_load(&gen) + 1;
   job_fn = fn; job_args = args; job_vals = vals; job_n = n;
-  atomic_store(&pending, nworkers);
-  atomic_fetch_add_explicit(&gen, 1, memory_order_release);
+  atomic_store(&done_chunks, 0);
+  atomic_store_explicit(&counter, (uint64_t)g << 32, memory_order_release);
+  atomic_store_explicit(&gen, g, memory_order_release);
   if (atomic_load(&sleepers)) futex(&gen, FUTEX_WAKE_PRIVATE, MAXT);
-  fn(args, vals, 0, n);
-  while (atomic_load_explicit(&pending, memory_order_acquire) > 0) cpu_relax();
+  take_chunks(g);
+  while (atomic_load_explicit(&done_chunks, memory_order_acquire) < n) cpu_relax();
 }
