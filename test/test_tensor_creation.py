@@ -210,7 +210,8 @@ def test_rand_deterministic_across_devices():
                                 lambda d: Tensor.kaiming_uniform(3, 4, device=d), lambda d: Tensor.kaiming_normal(3, 4, device=d),
                                 lambda d: Tensor.glorot_uniform(3, 4, device=d), lambda d: Tensor.scaled_uniform(3, 4, device=d),
                                 lambda d: Tensor.randperm(9, device=d), lambda d: Tensor.rand(5, device=d, dtype=dtypes.float16)],
-                         ids=["randn", "randint", "normal", "uniform", "kaiming_uniform", "kaiming_normal", "glorot", "scaled", "randperm", "rand_half"])
+                         ids=["randn", "randint", "normal", "uniform", "kaiming_uniform", "kaiming_normal", "glorot", "scaled", "randperm",
+                              "rand_half"])
 def test_random_same_on_every_device(fn):
   Tensor.manual_seed(7)
   a = fn("CLANG").numpy()

@@ -266,7 +266,7 @@ def test_gather(dev):
   x = r.standard_normal((3, 4, 5)).astype(np.float32)
   for dim, ishape in ((0, (2, 4, 5)), (1, (3, 6, 2)), (2, (3, 4, 7)), (-1, (1, 1, 3))):
     idx = r.integers(0, x.shape[dim], ishape)
-    check(lambda t: t.gather(dim, Tensor(idx, device=dev)), lambda t: t.gather(dim, torch.tensor(idx)), [x], dev)
+    check(lambda t, dim=dim, idx=idx: t.gather(dim, Tensor(idx, device=dev)), lambda t, dim=dim, idx=idx: t.gather(dim, torch.tensor(idx)), [x], dev)
   with pytest.raises(ValueError, match="dims"): Tensor(x).gather(0, Tensor([0, 1]))
   with pytest.raises(IndexError, match="out of bounds"): Tensor(x).gather(1, Tensor(np.full((3, 4, 5), 4)))
   with pytest.raises(TypeError, match="integer"): Tensor(x).gather(1, Tensor(np.zeros((3, 4, 5), np.float32)))
@@ -307,3 +307,34 @@ def test_masked_select(dev):
   mrow = np.array([True, False, False, True])
   check(lambda t: t.masked_select(Tensor(mrow, device=dev)), lambda t: t.masked_select(torch.tensor(mrow)), [x], dev)
   with pytest.raises(ValueError, match="broadcast"): Tensor(x).masked_select(Tensor([True, False]))
+
+@pytest.mark.parametrize("formula,sizes", [("b c h w -> b h w c", {}), ("b c (h w) -> b (c h) w", {"h": 2}), ("a b c -> (a b c)", {}),
+                                           ("... c -> c ...", {}), ("(a b) c d -> a (b c) d", {"a": 3}), ("a ... -> ... a", {})], ids=str)
+def test_rearrange(formula, sizes, dev):
+  shape = {"b c h w -> b h w c": (2, 3, 4, 5), "b c (h w) -> b (c h) w": (3, 4, 6), "(a b) c d -> a (b c) d": (6, 4, 5)}.get(formula, (3, 4, 5))
+  x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+  out = Tensor(x, device=dev).rearrange(formula, **sizes)
+  # the reference: the same split/permute/merge done by hand in numpy
+  ref = {"b c h w -> b h w c": lambda a: a.transpose(0, 2, 3, 1), "b c (h w) -> b (c h) w": lambda a: a.reshape(3, 4, 2, -1).reshape(3, 8, -1),
+         "a b c -> (a b c)": lambda a: a.reshape(-1), "... c -> c ...": lambda a: a.transpose(2, 0, 1),
+         "(a b) c d -> a (b c) d": lambda a: a.reshape(3, 2, 4, 5).reshape(3, 8, 5), "a ... -> ... a": lambda a: a.transpose(1, 2, 0)}[formula](x)
+  np.testing.assert_equal(out.numpy(), ref)
+
+def test_rearrange_errors():
+  x = Tensor.ones(2, 3, 4)
+  with pytest.raises(ValueError, match="'->'"): x.rearrange("a b c")
+  with pytest.raises(ValueError, match="input dims"): x.rearrange("a b -> b a")
+  with pytest.raises(ValueError, match="same names"): x.rearrange("a b c -> a b")
+  with pytest.raises(ValueError, match="give the sizes"): x.rearrange("a b (c d e) -> a b c d e")
+  with pytest.raises(ValueError, match="multiply"): x.rearrange("a b (c d) -> a b c d", c=3)
+
+def test_pad_to_shrink_to(dev):
+  x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device=dev, requires_grad=True)
+  p = x.pad_to(4, None)
+  assert p.shape == (4, 3) and p.tolist() == [[0, 1, 2], [3, 4, 5], [0, 0, 0], [0, 0, 0]]
+  s = x.shrink_to(1, 2)
+  assert s.tolist() == [[0, 1]]
+  (p.sum() + s.sum()).backward()
+  assert x.grad.tolist() == [[2, 2, 1], [1, 1, 1]]
+  with pytest.raises(ValueError, match="smaller"): x.pad_to(1, 3)
+  with pytest.raises(ValueError, match="out of bounds"): x.shrink_to(3, 3)

@@ -1,5 +1,4 @@
 """Processing ops: matmul, einsum, convolutions, pooling, interpolation, normalization, losses, attention vs PyTorch."""
-import math
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes

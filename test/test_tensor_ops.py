@@ -185,7 +185,8 @@ def test_binary_nan_inf(op, dev):
 def test_pow_negative_base_and_zero(dev):
   a = np.array([-2.0, -2.0, -8.0, 0.0, 0.0, 0.0, 3.0], np.float32)
   b = np.array([2.0, 3.0, 1 / 3, 0.0, -1.0, 2.0, -1.0], np.float32)
-  np.testing.assert_allclose((Tensor(a, device=dev) ** Tensor(b, device=dev)).numpy(), (torch.tensor(a) ** torch.tensor(b)).numpy(), rtol=1e-6, equal_nan=True)
+  ref = (torch.tensor(a) ** torch.tensor(b)).numpy()
+  np.testing.assert_allclose((Tensor(a, device=dev) ** Tensor(b, device=dev)).numpy(), ref, rtol=1e-6, equal_nan=True)
 
 @pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8])
 def test_int_arithmetic(dt, dev):
@@ -198,7 +199,8 @@ def test_int_arithmetic(dt, dev):
   pa, pb = torch.tensor(a), torch.tensor(b)
   for f in (lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x // y, lambda x, y: x % y,
             lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: x.maximum(y) if isinstance(x, Tensor) else torch.maximum(x, y),
-            lambda x, y: x.minimum(y) if isinstance(x, Tensor) else torch.minimum(x, y), lambda x, y: x < y, lambda x, y: x >= y, lambda x, y: x == y):
+            lambda x, y: x.minimum(y) if isinstance(x, Tensor) else torch.minimum(x, y), lambda x, y: x < y, lambda x, y: x >= y,
+            lambda x, y: x == y):
     out = f(ta, tb)
     ref = f(pa, pb)
     assert out.dtype.name == {np.int8: "char", np.int32: "int", np.int64: "long", np.uint8: "uchar"}[dt] or out.dtype == dtypes.bool
@@ -223,7 +225,8 @@ def test_shifts(dev):
   a = Tensor(np.array([1, 7, 255, 1024], np.int32), device=dev)
   np.testing.assert_equal((a << 3).numpy(), np.array([1, 7, 255, 1024]) << 3)
   np.testing.assert_equal((a >> 2).numpy(), np.array([1, 7, 255, 1024]) >> 2)
-  np.testing.assert_equal(a.lshift(Tensor([1, 2, 3, 4], device=dev, dtype=dtypes.int32)).numpy(), np.array([1, 7, 255, 1024]) << np.array([1, 2, 3, 4]))
+  sh = Tensor([1, 2, 3, 4], device=dev, dtype=dtypes.int32)
+  np.testing.assert_equal(a.lshift(sh).numpy(), np.array([1, 7, 255, 1024]) << np.array([1, 2, 3, 4]))
   with pytest.raises(TypeError, match="integer"): Tensor([1.0]) << 2
 
 def test_bool_logic(dev):
@@ -288,7 +291,8 @@ def test_other_float_dtypes(dt, dev):
     out = f(t)
     assert out.dtype == dt
     tol = 2e-3 if dt == dtypes.float16 else 1e-10
-    np.testing.assert_allclose(out.numpy().astype(np.float64), nf(x.astype(np.float16).astype(np.float64) if dt == dtypes.float16 else x), rtol=tol, atol=tol)
+    xin = x.astype(np.float16).astype(np.float64) if dt == dtypes.float16 else x
+    np.testing.assert_allclose(out.numpy().astype(np.float64), nf(xin), rtol=tol, atol=tol)
 
 def test_noncontiguous_inputs(dev):
   x = _rng(5).standard_normal((4, 6)).astype(np.float32)
@@ -345,3 +349,13 @@ def test_masked_fill(dev):
 def test_compare_where_with_nan_constant(dev):
   x = Tensor([-1.0, 2.0], device=dev)
   np.testing.assert_equal(((x == 5).where(math.nan, x) < 0).numpy(), [True, False])
+
+def test_isclose_allclose_sequential(dev):
+  a = np.array([1.0, 1.0 + 1e-6, math.inf, math.nan, 2.0, -math.inf], np.float32)
+  b = np.array([1.0, 1.0, math.inf, math.nan, 2.1, math.inf], np.float32)
+  for kw in ({}, {"equal_nan": True}, {"rtol": 0.1}, {"atol": 0.2}):
+    np.testing.assert_equal(Tensor(a, device=dev).isclose(Tensor(b, device=dev), **kw).numpy(), torch.isclose(torch.tensor(a), torch.tensor(b), **kw).numpy())
+  assert Tensor([1.0, 2.0], device=dev).allclose(Tensor([1.0, 2.0 + 1e-7], device=dev)) is True
+  assert Tensor([1, 2], device=dev).allclose([1, 3]) is False
+  out = Tensor([1.0, -2.0], device=dev).sequential([lambda t: t * 2, Tensor.relu, lambda t: t + 1])
+  assert out.tolist() == [3.0, 1.0]

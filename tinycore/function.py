@@ -44,7 +44,8 @@ class Cast(Function):
     if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views):
       # LazyBuffer.cast folds a const view into a fresh const and drops the padding mask (core bug): keep the view
       val = x.const_value()
-      base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val)
+      arg = dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val
+      base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=arg)
       return LazyBuffer(x.device, x.st, dtype, base=base)
     return x.cast(dtype, bitcast)
   def backward(self, grad: LazyBuffer) -> LazyBuffer:

@@ -6,7 +6,7 @@ code written for tinygrad runs after changing the import. Everything here is com
 function.py; there is no gather or scan primitive, so indexing with tensors builds one-hot masks and reduces, and
 cumulative ops reduce over triangular masks or run a log-depth scan."""
 from __future__ import annotations
-import math, time, itertools
+import functools, math, time, itertools
 from contextlib import ContextDecorator
 from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
@@ -54,11 +54,13 @@ def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shap
 _iota_cache: dict[tuple[int, str, DType], LazyBuffer] = {}
 
 class _train(ContextDecorator):
+  """Context manager and decorator that sets Tensor.training (mode=True by default) and restores it on exit."""
   def __init__(self, mode: bool = True): self.mode = mode
   def __enter__(self) -> None: self.prev, Tensor.training = Tensor.training, self.mode
   def __exit__(self, *args: Any) -> None: Tensor.training = self.prev
 
 class _test(ContextDecorator):
+  """Context manager and decorator that sets Tensor.no_grad (mode=True by default) and restores it on exit."""
   def __init__(self, mode: bool = True): self.mode = mode
   def __enter__(self) -> None: self.prev, Tensor.no_grad = Tensor.no_grad, self.mode
   def __exit__(self, *args: Any) -> None: Tensor.no_grad = self.prev
@@ -573,6 +575,54 @@ class Tensor:
     if self.ndim == 0: return self._resolve_dim(dim) and self if not isinstance(dim, (list, tuple)) else self
     dims = {self._resolve_dim(d) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
     return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
+  def pad_to(self, shape: Any, *args: Any) -> Tensor:
+    """Pad at the end of each dim up to `shape` (None keeps a dim)."""
+    new = argfix(shape, *args)
+    if len(new) != self.ndim: raise ValueError(f"pad_to shape {new} needs {self.ndim} dims like {self.shape}")
+    for s, n in zip(self.shape, new):
+      if n is not None and n < s: raise ValueError(f"pad_to shape {new} is smaller than {self.shape}")
+    return self.pad(tuple((0, n - s if n is not None else 0) for s, n in zip(self.shape, new)))
+  def shrink_to(self, shape: Any, *args: Any) -> Tensor:
+    """Keep the first shape[i] elements of each dim (None keeps a dim)."""
+    new = argfix(shape, *args)
+    if len(new) != self.ndim: raise ValueError(f"shrink_to shape {new} needs {self.ndim} dims like {self.shape}")
+    return self.shrink(tuple((0, n) if n is not None else None for n in new))
+  def rearrange(self, formula: str, **sizes: int) -> Tensor:
+    """einops-style rearrange: "b c (h w) -> b (c h) w" with sizes for split dims (h=2); "..." stands for the rest."""
+    if formula.count("->") != 1: raise ValueError(f"rearrange formula {formula!r} needs exactly one '->'")
+    def parse(side: str) -> list[list[str]]:
+      groups, cur = [], None
+      for tok in side.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+          if cur is not None: raise ValueError(f"rearrange formula {formula!r}: nested parentheses")
+          cur = []
+        elif tok == ")":
+          if cur is None: raise ValueError(f"rearrange formula {formula!r}: unbalanced parentheses")
+          groups.append(cur)
+          cur = None
+        elif cur is not None: cur.append(tok)
+        else: groups.append([tok])
+      if cur is not None: raise ValueError(f"rearrange formula {formula!r}: unbalanced parentheses")
+      return groups
+    lhs, rhs = (parse(x) for x in formula.split("->"))
+    if any(g == ["..."] for g in lhs):
+      n = self.ndim - (len(lhs) - 1)
+      if n < 0: raise ValueError(f"rearrange {formula!r} names more dims than {self.shape} has")
+      ell = [f"__e{i}" for i in range(n)]
+      lhs = flatten([[[e] for e in ell] if g == ["..."] else [g] for g in lhs])
+      rhs = flatten([[[e] for e in ell] if g == ["..."] else [g] for g in rhs])
+    if len(lhs) != self.ndim: raise ValueError(f"rearrange {formula!r} has {len(lhs)} input dims, the tensor has shape {self.shape}")
+    known: dict[str, int] = dict(sizes)
+    for g, s in zip(lhs, self.shape):
+      unknown = [n for n in g if n not in known]
+      if len(g) == 1 and unknown: known[g[0]] = s
+      elif len(unknown) > 1: raise ValueError(f"rearrange {formula!r}: give the sizes of {unknown[1:]}")
+      elif unknown: known[unknown[0]] = s // prod(known[n] for n in g if n != unknown[0])
+      if prod(known[n] for n in g) != s: raise ValueError(f"rearrange {formula!r}: group {g} does not multiply to {s}")
+    names = flatten(lhs)
+    if sorted(flatten(rhs)) != sorted(names): raise ValueError(f"rearrange {formula!r}: both sides need the same names")
+    x = self.reshape([known[n] for n in names]).permute([names.index(n) for n in flatten(rhs)])
+    return x.reshape([prod(known[n] for n in g) for g in rhs])
   def unsqueeze(self, dim: int) -> Tensor:
     """Insert a size-1 dim at position dim."""
     d = self._resolve_dim(dim, extra=True)
@@ -1450,6 +1500,19 @@ class Tensor:
   def clamp(self, min_: Any = None, max_: Any = None) -> Tensor:
     """Same as clip."""
     return self.clip(min_, max_)
+
+  def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| elementwise (as torch.isclose); equal infinities are close."""
+    a, b = self._broadcasted(other)
+    if dtypes.is_int(a.dtype) or a.dtype == dtypes.bool: close = a == b
+    else: close = (a == b) | (((a - b).abs() <= atol + rtol * b.abs()) & a.isfinite() & b.isfinite())
+    return close | (a.isnan() & b.isnan()) if equal_nan else close
+  def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element isclose (realizes)."""
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def sequential(self, ll: Sequence[Callable[[Tensor], Tensor]]) -> Tensor:
+    """Apply each callable of ll in turn: ll[-1](...ll[0](self))."""
+    return functools.reduce(lambda x, f: f(x), ll, self)
 
   # *** activations ***
   def relu(self) -> Tensor:
