@@ -218,9 +218,6 @@ def test_reduce_edge_shapes(dev):
   nc = Tensor(X, device=dev).permute(2, 0, 1)[::2, 1:]
   np.testing.assert_allclose(nc.sum((0, 2)).numpy(), X.transpose(2, 0, 1)[::2, 1:].sum((0, 2)), rtol=1e-5)
 
-@pytest.mark.xfail(strict=True, reason="core bug (codegen/linearize.py): a reduce whose input does not vary along the reduced axis (a "
-                   "broadcast, stride 0) is placed outside its loop, so Tensor.ones(7, 5).sum(0) gives 1s (and the bias gradient of "
-                   "(x + b).sum() is wrong)")
 def test_sum_over_broadcast_dim(dev):
   ex = Tensor(X[:, :1], device=dev).expand(3, 6, 5)
   np.testing.assert_allclose(ex.sum(1).numpy(), 6 * X[:, 0], rtol=1e-5)

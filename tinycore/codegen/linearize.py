@@ -24,6 +24,8 @@ def linearize(sink: UOp) -> list[UOp]:
     if u.op is Ops.DEFINE_ACC: blk = blk | {r for r in ranges if order[r] < min(order[r] for r in u.src[1:])}
     inside[u] = exported[u] = blk
     if u.op is Ops.RANGE: exported[u] = blk | {u}
+    # an accumulator is declared outside its loops, but every read of its running value is inside them
+    if u.op is Ops.DEFINE_ACC: exported[u] = blk | frozenset(u.src[1:])
     if u.op is Ops.ASSIGN:
       loops = frozenset(u.src[0].src[1:])
       exported[u], closed_out[u] = blk - loops, closed[u] | loops
