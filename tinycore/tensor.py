@@ -1629,13 +1629,14 @@ class Tensor:
     keep = [i for i in range(self.ndim) if i not in axes]
     y = x.permute(*keep, *axes).reshape(*[self.shape[i] for i in keep], prod(self.shape[i] for i in axes)) if self.ndim else x.reshape(1)
     n, levels = y.shape[-1], 0
-    if n == 0: y, n = y.const_like(1).reshape(*y.shape[:-1], 0).pad(((0, 0),) * (y.ndim - 1) + ((0, 1),), value=1), 1
+    # pad once with ones to a power of two, then halve: each level multiplies pairs; a kernel every four levels
+    p2 = 1 << max(0, (n - 1).bit_length())
+    if p2 != n: y, n = y.pad(((0, 0),) * (y.ndim - 1) + ((0, p2 - n),), value=1), p2
     while n > 1:
-      if n % 2: y, n = y.pad(((0, 0),) * (y.ndim - 1) + ((0, 1),), value=1), n + 1
       y = y.reshape(*y.shape[:-1], n // 2, 2)
       y = y[..., 0] * y[..., 1]
       n, levels = n // 2, levels + 1
-      if levels % 3 == 0 and n > 1: y = y.contiguous()
+      if levels % 4 == 0 and n > 1: y = y.contiguous()
     y = y.reshape(y.shape[:-1])
     return y.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape))) if keepdim else y
   def _argfirst(self, mask: Tensor, axis: int, keepdim: bool) -> Tensor:
@@ -1715,7 +1716,11 @@ class Tensor:
     n, s, steps = x.shape[-1], 1, 0
     pads = ((0, 0),) * (x.ndim - 1)
     while s < n:
-      x = fn(x, x.pad(pads + ((s, 0),), value=identity).shrink(tuple([None] * (x.ndim - 1)) + ((0, n),)))
+      # shift by s, filling with the identity: a zero pad plus a constant that is the identity only where padded
+      # (no WHERE, so the next step's pad can still fuse through)
+      fill = Tensor.full((*x.shape[:-1], s), identity, dtype=x.dtype, device=x.device).pad(pads + ((0, n - s),))
+      shifted = x.shrink(tuple([None] * (x.ndim - 1)) + ((0, n - s),)).pad(pads + ((s, 0),)) + fill
+      x = fn(x, shifted)
       s, steps = s * 2, steps + 1
       if steps % 3 == 0 and s < n: x = x.contiguous()
     return x
@@ -2107,8 +2112,8 @@ class Tensor:
     log_probs = self.log_softmax()
     mask = Y != ignore_index
     y = Y._one_hot_unchecked(nc) & mask.unsqueeze(-1)
-    smoothing = label_smoothing * (log_probs.mean(-1) * mask)
-    unreduced = (1 - label_smoothing) * y.where(log_probs, 0).sum(-1) + smoothing
+    unreduced = y.where(log_probs, 0).sum(-1)
+    if label_smoothing: unreduced = (1 - label_smoothing) * unreduced + label_smoothing * (log_probs.mean(-1) * mask)
     return -(unreduced.sum() / mask.sum() if reduction == "mean" else unreduced.sum() if reduction == "sum" else unreduced)
   def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits self (N, C, ...) against class indices Y (N, ...) or probabilities Y (N, C, ...), as torch."""
