@@ -338,3 +338,21 @@ def test_pad_to_shrink_to(dev):
   assert x.grad.tolist() == [[2, 2, 1], [1, 1, 1]]
   with pytest.raises(ValueError, match="smaller"): x.pad_to(1, 3)
   with pytest.raises(ValueError, match="out of bounds"): x.shrink_to(3, 3)
+
+def test_symbolic_shapes():
+  """Variables (bound or not) pass through the shape entry points; realizing such shapes is the core's part."""
+  from tinycore import Variable
+  from tinycore.uop.symbolic import simplify
+  v = Variable("bs", 1, 64)
+  def same(a, b): return a is b or simplify(a - b).arg == 0
+  x = Tensor.ones(64, 4).contiguous()
+  for y in (x[:v], x.shrink(((0, v), None)), x[:v.bind(3)], x.shrink(((0, v.bind(5)), None)), x.shrink_to(v, None)):
+    assert same(y.shape[0], v) and y.shape[1] == 4
+  y = x[:v]
+  assert y.reshape(v, 2, 2).shape[1:] == (2, 2) and same(y.reshape(v, 2, 2).shape[0], v)
+  assert (y + 1).shape[1:] == (4,) and y.expand(v, 4).shape[1:] == (4,) and y[:, 1:3].shape[1:] == (2,)
+  e = Tensor.empty(v, 3)
+  assert e.shape[0] is v and Tensor.zeros(v.bind(2), 3).shape[0] is v
+  with pytest.raises(ValueError, match="out of bounds"): x[:Variable("big", 1, 100)]
+  with pytest.raises(IndexError, match="step"): x[:v:2]
+  with pytest.raises(ValueError, match="no -1"): y.reshape(-1, 2)

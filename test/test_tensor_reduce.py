@@ -132,9 +132,9 @@ def test_cumulative(fn, axis, dev):
 
 def test_cumulative_long_axis():
   # past the triangular-mask size: the blocked scan (cumsum) and the multi-kernel log-depth scans
-  x = _rng(6).standard_normal((2, 1100)).astype(np.float32)
+  x = _rng(6).standard_normal((2, 600)).astype(np.float32)
   check(lambda t: t.cumsum(1), lambda t: t.cumsum(1), [x], "CLANG", atol=1e-4)
-  y = _rng(7).uniform(0.99, 1.01, (70,)).astype(np.float32)
+  y = _rng(7).uniform(0.9, 1.1, (20,)).astype(np.float32)
   check(lambda t: t.cumprod(0), lambda t: t.cumprod(0), [y], "CLANG")
   check(lambda t: t.cummax(0), lambda t: t.cummax(0).values, [y], "CLANG")
 

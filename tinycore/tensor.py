@@ -18,7 +18,7 @@ from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule
 from tinycore.engine.realize import run_schedule
-from tinycore.uop.uop import sint
+from tinycore.uop.uop import UOp, BoundVariable, sint
 
 def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
@@ -43,11 +43,29 @@ def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], 
   if len(p) == 2 * dims: return tuple((p[2 * i], p[2 * i + 1]) for i in reversed(range(dims)))
   raise ValueError(f"padding {padding} must be an int or have {dims} or {2*dims} values")
 
+def _sym(x: Any) -> Any:
+  """A shape entry: ints stay ints, a bound Variable becomes its Variable (a symbolic size)."""
+  return x.var if isinstance(x, BoundVariable) else x
+def _is_sym(x: Any) -> bool: return isinstance(x, (UOp, BoundVariable))
+def _same(a: Any, b: Any) -> bool:
+  """Shape entries equal without asking a symbolic value for a truth value."""
+  a, b = _sym(a), _sym(b)
+  if not isinstance(a, UOp) and not isinstance(b, UOp): return a == b
+  if a is b: return True
+  from tinycore.uop.symbolic import simplify
+  d = simplify(a - b) if isinstance(a, UOp) else simplify(b - a)
+  return d.op is Ops.CONST and d.arg == 0
+
 def _check_shape(shape: tuple, what: str = "shape") -> tuple:
+  out = []
   for s in shape:
+    if _is_sym(s):
+      out.append(_sym(s))
+      continue
     if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or s < 0:
-      raise ValueError(f"{what} {shape} must be non-negative ints")
-  return tuple(int(s) for s in shape)
+      raise ValueError(f"{what} {shape} must be non-negative ints (or Variables)")
+    out.append(int(s))
+  return tuple(out)
 
 def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shape))
 
@@ -335,14 +353,18 @@ class Tensor:
     return x0
   @staticmethod
   def _random_bits(num: int, device: str) -> Tensor:
-    if device not in Tensor._rng_counter: Tensor._rng_counter[device] = Tensor([0], device=device, dtype=dtypes.uint32).contiguous().realize()
-    # the counter moves on by num; this draw uses the counts just below its new value
-    counter = Tensor._rng_counter[device]
-    counter.assign(counter + num % 2**32)
     if num == 0: return Tensor.empty(0, device=device, dtype=dtypes.uint32)
-    counts = Tensor.arange(num, device=device, dtype=dtypes.uint32) + (counter.expand(num) - num % 2**32)
+    if device not in Tensor._rng_counter: Tensor._rng_counter[device] = Tensor([0], device=device, dtype=dtypes.uint32).contiguous().realize()
+    # draws come in a few padded sizes (powers of two, then multiples of 2^16), so the large threefry kernel is
+    # compiled once per size class rather than once per shape
+    n = 1 << max(4, (num - 1).bit_length()) if num <= 65536 else ceildiv(num, 65536) * 65536
+    # the counter moves on by n; this draw uses the counts just below its new value
+    counter = Tensor._rng_counter[device]
+    counter.assign(counter + n % 2**32)
+    counts = Tensor._iota(n, device, dtypes.uint32) + (counter.expand(n) - n % 2**32)
     # a draw is its own kernel: fused into a consumer it could read the counter before and after an increment
-    return Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF)).contiguous()
+    bits = Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF)).contiguous()
+    return bits if n == num else bits.shrink(((0, num),))
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
     """Uniform in [0, 1). Deterministic under manual_seed, and the same numbers on every device."""
@@ -449,7 +471,12 @@ class Tensor:
   # *** movement ***
   def reshape(self, shape: Any, *args: Any) -> Tensor:
     """A view with a new shape of the same number of elements; one dim may be -1, None keeps that dim."""
-    new_shape = [s if s is not None else self.shape[i] for i, s in enumerate(argfix(shape, *args))]
+    new_shape = [_sym(s) if s is not None else self.shape[i] for i, s in enumerate(argfix(shape, *args))]
+    if any(isinstance(s, UOp) for s in new_shape + list(self.shape)):
+      # symbolic: the sizes cannot be compared here; the ShapeTracker checks what it can
+      if any(isinstance(s, int) and s < 0 for s in new_shape): raise ValueError(f"bad reshape target {tuple(new_shape)}: no -1 with symbolic sizes")
+      return self if all(_same(a, b) for a, b in zip(new_shape, self.shape)) and len(new_shape) == self.ndim else \
+        F.Reshape.apply(self, shape=tuple(new_shape))
     for s in new_shape:
       if not isinstance(s, (int, np.integer)) or s < -1: raise ValueError(f"bad reshape target {tuple(new_shape)}")
     if new_shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {tuple(new_shape)}")
@@ -466,13 +493,13 @@ class Tensor:
     return self.reshape(*shape)
   def expand(self, shape: Any, *args: Any) -> Tensor:
     """Broadcast size-1 dims to a larger size (a view); -1 keeps a dim; new leading dims may be added."""
-    new_shape = argfix(shape, *args)
+    new_shape = tuple(_sym(s) for s in argfix(shape, *args))
     if len(new_shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {new_shape}")
     src = self.reshape((1,) * (len(new_shape) - self.ndim) + self.shape) if len(new_shape) > self.ndim else self
-    out = tuple(s if n == -1 else n for s, n in zip(src.shape, new_shape))
+    out = tuple(s if _same(n, -1) else n for s, n in zip(src.shape, new_shape))
     for s, n in zip(src.shape, out):
-      if s != n and s != 1: raise ValueError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
-    return src if out == src.shape else F.Expand.apply(src, shape=out)
+      if not _same(s, n) and not _same(s, 1): raise ValueError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
+    return src if all(_same(a, b) for a, b in zip(out, src.shape)) else F.Expand.apply(src, shape=out)
   def broadcast_to(self, shape: Any) -> Tensor:
     """Broadcast to `shape` following numpy rules."""
     return self.expand(shape)
@@ -489,10 +516,14 @@ class Tensor:
   def shrink(self, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [begin, end) along each dim (None keeps the dim whole); a view."""
     if len(arg) != self.ndim: raise ValueError(f"shrink needs one (begin, end) per dim of {self.shape}, got {arg}")
-    a = tuple(tuple(x) if x is not None else (0, s) for x, s in zip(arg, self.shape))
+    a = tuple((_sym(x[0]), _sym(x[1])) if x is not None else (0, s) for x, s in zip(arg, self.shape))
     for (b, e), s in zip(a, self.shape):
-      if not (0 <= b <= e <= s): raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
-    return self if all(x == (0, s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a)
+      # a symbolic bound is checked through its range
+      lo_b, hi_e = (b.vmin if isinstance(b, UOp) else b), (e.vmax if isinstance(e, UOp) else e)
+      if isinstance(s, UOp): continue
+      if not (0 <= lo_b and hi_e <= s and (isinstance(b, UOp) or isinstance(e, UOp) or b <= e)):
+        raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
+    return self if all(_same(x[0], 0) and _same(x[1], s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a)
   def pad(self, padding: Sequence[Any], mode: str = "constant", value: float = 0.0) -> Tensor:
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
@@ -819,6 +850,12 @@ class Tensor:
         j = int(i) + size if i < 0 else int(i)
         if not 0 <= j < size: raise IndexError(f"index {i} is out of bounds for dim {dim} with size {size}")
         shrink.append((j, j + 1)); flips.append(False); strides.append(1); kinds.append("int")  # noqa: E702
+      elif any(_is_sym(v) for v in (i.start, i.stop)) or (isinstance(size, UOp) and i == slice(None)):
+        # symbolic bounds: a plain [start:stop] shrink
+        if i.step not in (None, 1): raise IndexError(f"a slice with a symbolic bound cannot have a step, got {i}")
+        b, e = _sym(i.start) if i.start is not None else 0, _sym(i.stop) if i.stop is not None else size
+        shrink.append((b, e)); flips.append(False); strides.append(1); kinds.append("slice")  # noqa: E702
+        vdim += 1
       else:
         if i.step == 0: raise ValueError("slice step cannot be zero")
         start, stop, step = i.indices(size)
