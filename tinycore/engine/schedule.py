@@ -104,19 +104,66 @@ def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   order: list[LazyBuffer] = []
   seen: set[LazyBuffer] = set()
   stack: list[tuple[LazyBuffer, bool]] = [(o.base, False) for o in reversed(outs)]
+  BUFFER = Ops.BUFFER
   while stack:
     b, done = stack.pop()
     if done:
       order.append(b)
       continue
-    if b in seen or b.op is Ops.BUFFER: continue
+    if b in seen or b.op is BUFFER: continue
     seen.add(b)
     stack.append((b, True))
-    stack.extend((s.base, False) for s in b.srcs if s.base not in seen)
+    for s in b.srcs:
+      sb = s._base if s._base is not None else s  # s.base, without the property call (this walk runs on every realize)
+      if sb not in seen and sb.op is not BUFFER: stack.append((sb, False))
   return order
+
+# *** the schedule cache: a lazy graph of the same structure as one seen before (the same ops, args, dtypes and views,
+# reading realized buffers in the same pattern) gets the same kernels; only the buffers differ. This keeps the cost of
+# a repeated small operation (a training step's Python, a tiny op in a loop) to one walk over the graph. ***
+
+_sched_cache: dict[tuple, list[tuple[UOp, tuple, tuple, tuple]]] = {}
+
+def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer]]:
+  """A hashable description of the graph, the unrealized bases (graph order) and the realized ones it reads."""
+  graph = _graph(outs)
+  pos = {b: i for i, b in enumerate(graph)}
+  leaves: dict[LazyBuffer, int] = {}
+  desc: list[tuple] = []
+  for b in graph:
+    srcs = []
+    for s in b.srcs:
+      sb = s._base if s._base is not None else s
+      srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
+    # a base's own view is always its whole shape
+    desc.append((b.op, b.arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
+  leaf_list = list(leaves)
+  # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
+  first: dict[int, int] = {}
+  leaf_desc = tuple((lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list))
+  out_desc = tuple((0, pos[o.base]) if o.base in pos else (2, o.base.dtype) for o in outs)
+  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""
+  if GRAPH or DEBUG >= 5: return _create_schedule(outs)
+  key, graph, leaves = _structure(outs)
+  if (cached := _sched_cache.get(key)) is not None:
+    def lb(ref: tuple[int, int]) -> LazyBuffer: return graph[ref[1]] if ref[0] == 0 else leaves[ref[1]]
+    return [ScheduleItem(ast, tuple(lb(r).buffer for r in bufs), tuple(lb(r) for r in o), tuple(lb(r) for r in i)) for ast, bufs, o, i in cached]
+  sched = _create_schedule(outs)
+  refs: dict[int, tuple[int, int]] = {}
+  for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
+  for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = (0, i)
+  try:
+    entry = [(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
+             for si in sched]
+  except KeyError: return sched  # a buffer from outside the graph: not cacheable
+  if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
+  _sched_cache[key] = entry
+  return sched
+
+def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   graph = _graph(outs)
   realizes: set[LazyBuffer] = {o.base for o in outs if o.base.op is not Ops.BUFFER}
   realizes |= {b for b in graph if b.forced_realize}

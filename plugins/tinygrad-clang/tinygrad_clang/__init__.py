@@ -188,6 +188,16 @@ class ClangCompiler(Compiler):
       if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
       with open(out, "rb") as f: return f.read()
 
+class HostBuffer(np.ndarray):
+  """Host memory as a numpy byte array that also knows its address (`addr`): reading `.ctypes.data` on every kernel
+  launch costs more than the launch itself."""
+  addr: int
+def _host(arr: np.ndarray) -> HostBuffer:
+  h = arr.view(HostBuffer)
+  h.addr = arr.ctypes.data
+  return h
+def _addr(b: Any) -> int: return b.addr if type(b) is HostBuffer else b.ctypes.data
+
 HUGE = 2 << 20
 class ClangAllocator(LRUAllocator):
   """Host memory as numpy byte arrays, 64-byte aligned; views and host access are zero-copy. Buffers of 2 MiB and
@@ -201,14 +211,14 @@ class ClangAllocator(LRUAllocator):
       start = (-raw.ctypes.data) % HUGE
       try: m.madvise(mmap.MADV_HUGEPAGE, start, size - size % HUGE)
       except OSError: pass
-      return raw[start:start + size]
+      return _host(raw[start:start + size])
     raw = np.empty(size + 64, dtype=np.uint8)
     start = (-raw.ctypes.data) % 64
-    return raw[start:start + size]
+    return _host(raw[start:start + size])
   def _copyin(self, dest: np.ndarray, src: memoryview) -> None: dest[:] = np.frombuffer(src, dtype=np.uint8)
   def _copyout(self, dest: memoryview, src: np.ndarray) -> None: np.frombuffer(dest, dtype=np.uint8)[:] = src
   def _as_buffer(self, src: np.ndarray) -> memoryview: return memoryview(src)
-  def _offset(self, buf: np.ndarray, size: int, offset: int) -> np.ndarray: return buf[offset:offset + size]
+  def _offset(self, buf: np.ndarray, size: int, offset: int) -> np.ndarray: return _host(buf[offset:offset + size])
 
 class ClangProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
@@ -229,9 +239,11 @@ class ClangProgram(Program):
     st = time.perf_counter() if wait else 0.0
     if self.threads > 1:
       with _pool_lock:  # one job at a time (ctypes lets other Python threads run meanwhile)
-        self.pool.pool_run(self.entry, (ctypes.c_void_p * max(1, len(bufs)))(*[b.ctypes.data for b in bufs]),
+        self.pool.pool_run(self.entry, (ctypes.c_void_p * max(1, len(bufs)))(*[_addr(b) for b in bufs]),
                            (ctypes.c_int * max(1, len(vals)))(*vals), self.threads)
-    else: self.fxn(*[ctypes.c_void_p(b.ctypes.data) for b in bufs], *[ctypes.c_int(v) for v in vals])
+    else:
+      if self.fxn.argtypes is None: self.fxn.argtypes = [ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * len(vals)
+      self.fxn(*[_addr(b) for b in bufs], *vals)
     return time.perf_counter() - st if wait else None
 
 _pool: Any = None

@@ -1,0 +1,43 @@
+"""The schedule cache: a lazy graph with the structure of one scheduled before reuses its kernels, with its own buffers."""
+import numpy as np
+from tinycore import Tensor
+from tinycore.engine import schedule as sched_mod
+
+def test_same_structure_reuses_the_schedule_with_new_buffers():
+  a, b = Tensor([1.0, 2.0, 3.0]).realize(), Tensor([4.0, 5.0, 6.0]).realize()
+  c, d = Tensor([7.0, 8.0, 9.0]).realize(), Tensor([1.0, 1.0, 1.0]).realize()
+  np.testing.assert_equal((a * b + 1).numpy(), [5.0, 11.0, 19.0])
+  n = len(sched_mod._sched_cache)
+  np.testing.assert_equal((c * d + 1).numpy(), [8.0, 9.0, 10.0])
+  assert len(sched_mod._sched_cache) == n, "the second graph has the same structure: no new entry"
+
+def test_a_new_constant_is_a_new_structure():
+  a = Tensor([1.0, 2.0]).realize()
+  np.testing.assert_equal((a + 3).numpy(), [4.0, 5.0])
+  np.testing.assert_equal((a + 4).numpy(), [5.0, 6.0])
+
+def test_reading_one_buffer_twice_is_not_reading_two():
+  # after an assign, the tensor's new base and its old one share a buffer: a graph reading both reads one buffer
+  for order in (0, 1):
+    sched_mod._sched_cache.clear()
+    p, q = Tensor([1.0, 2.0, 3.0]).realize(), Tensor([10.0, 20.0, 30.0]).realize()
+    x = Tensor([1.0, 2.0, 3.0]).realize()
+    old = x.lazydata
+    x.assign(x * 2).realize()
+    shared = lambda: (Tensor(old) + x).numpy()  # noqa: E731
+    distinct = lambda: (p + q).numpy()  # noqa: E731
+    if order == 0:
+      np.testing.assert_equal(distinct(), [11.0, 22.0, 33.0])
+      np.testing.assert_equal(shared(), [4.0, 8.0, 12.0])
+    else:
+      np.testing.assert_equal(shared(), [4.0, 8.0, 12.0])
+      np.testing.assert_equal(distinct(), [11.0, 22.0, 33.0])
+
+def test_training_like_loop_is_stable():
+  w = Tensor(np.ones((4, 4), np.float32)).realize()
+  x = Tensor(np.arange(16, dtype=np.float32).reshape(4, 4)).realize()
+  ref = np.ones((4, 4), np.float32)
+  for _ in range(5):
+    w.assign(w - 0.01 * (x @ w)).realize()
+    ref = ref - 0.01 * (np.arange(16, dtype=np.float32).reshape(4, 4) @ ref)
+  np.testing.assert_allclose(w.numpy(), ref, rtol=1e-5)
