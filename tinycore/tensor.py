@@ -90,6 +90,7 @@ class Tensor:
   no_grad: ClassVar[bool] = False
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[dict[str, Tensor]] = {}
+  _rng_key: ClassVar[dict[str, Tensor]] = {}
   train = _train
   """`with Tensor.train():` (or as a decorator) sets Tensor.training, which turns dropout on; `train(False)` clears it."""
   test = _test
@@ -339,17 +340,19 @@ class Tensor:
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
     """Reset the random generator: the same seed gives the same numbers on every device."""
-    Tensor._seed, Tensor._rng_counter = seed, {}
+    Tensor._seed, Tensor._rng_counter, Tensor._rng_key = seed, {}, {}
   @staticmethod
-  def _threefry(c0: Tensor, key: tuple[int, int]) -> Tensor:
+  def _threefry(c0: Tensor, key: Tensor) -> Tensor:
+    """Threefry-2x32 (20 rounds) of the counts c0 under the key words in the device buffer `key` (k0, k1, k0^k1^C):
+    the key is data, not constants, so one kernel serves every seed."""
     def rotl(x: Tensor, r: int) -> Tensor: return (x << r) | (x >> (32 - r))
-    ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDA]
-    x0, x1 = c0 + ks[0], c0.const_like(0) + ks[1]
+    ks = [key.shrink(((j, j + 1),)).expand(c0.shape) for j in range(3)]
+    x0, x1 = c0 + ks[0], ks[1]
     for i in range(5):
       for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
         x0 = x0 + x1
         x1 = rotl(x1, r) ^ x0
-      x0, x1 = x0 + ks[(i + 1) % 3], x1 + (ks[(i + 2) % 3] + i + 1) % 2**32
+      x0, x1 = x0 + ks[(i + 1) % 3], x1 + (ks[(i + 2) % 3] + (i + 1))  # uint32 arithmetic wraps
     return x0
   @staticmethod
   def _random_bits(num: int, device: str) -> Tensor:
@@ -362,8 +365,11 @@ class Tensor:
     counter = Tensor._rng_counter[device]
     counter.assign(counter + n % 2**32)
     counts = Tensor._iota(n, device, dtypes.uint32) + (counter.expand(n) - n % 2**32)
+    if device not in Tensor._rng_key:
+      k0, k1 = Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF
+      Tensor._rng_key[device] = Tensor(np.array([k0, k1, k0 ^ k1 ^ 0x1BD11BDA], np.uint32), device=device)
     # a draw is its own kernel: fused into a consumer it could read the counter before and after an increment
-    bits = Tensor._threefry(counts, (Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF)).contiguous()
+    bits = Tensor._threefry(counts, Tensor._rng_key[device]).contiguous()
     return bits if n == num else bits.shrink(((0, num),))
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
@@ -1761,17 +1767,26 @@ class Tensor:
       s, steps = s * 2, steps + 1
       if steps % 3 == 0 and s < n: x = x.contiguous()
     return x
+  @staticmethod
+  def _tri_last(x: Tensor, identity: Any) -> Tensor:
+    """(..., n, n): row i holds x[..., j] for j <= i and the identity after."""
+    n = x.shape[-1]
+    tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+    return tri.where(x.unsqueeze(-2), identity)
   def cumprod(self, axis: int = 0) -> Tensor:
-    """Running product along axis."""
+    """Running product along axis (a triangular mask and a product tree up to 512, a log-depth scan beyond)."""
     x, back = self._to_last(axis)
+    if x.shape[-1] <= 512: return back(Tensor._tri_last(x, 1).prod(-1))
     return back(Tensor._scan_last(x, lambda a, b: a * b, 1))
   def cummax(self, axis: int = 0) -> Tensor:
     """Running max along axis (values only, as tinygrad)."""
     x, back = self._to_last(axis)
+    if 0 < x.shape[-1] <= 512: return back(Tensor._tri_last(x, dtypes.min(x.dtype)).max(-1))
     return back(Tensor._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype)))
   def cummin(self, axis: int = 0) -> Tensor:
     """Running min along axis (values only)."""
     x, back = self._to_last(axis)
+    if 0 < x.shape[-1] <= 512: return back(Tensor._tri_last(x, dtypes.max(x.dtype)).min(-1))
     return back(Tensor._scan_last(x, lambda a, b: a.minimum(b), dtypes.max(x.dtype)))
   def logcumsumexp(self, axis: int = 0) -> Tensor:
     """log(cumsum(exp(self))) along axis, computed stably (O(n^2) work along the axis)."""
