@@ -126,10 +126,32 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
       return k
+  if red and any(s == 0 for d in k.dims("g") for s in strides(d, loads)):
+    # no contiguous dim to vectorize (odd sizes like a conv's 11x11 outputs): lanes along an output dim that an input
+    # is broadcast along (a channel dim), and rows along dims that the other (gathered) inputs are broadcast along
+    lanes = [d for d in k.dims("g") for w in widths[:1] if fits(d, w) and any(s == 0 for s in strides(d, loads))]
+    if lanes:
+      lane = max(lanes, key=lambda d: (sum(s == 0 for s in strides(d, loads)), k.full_shape[d]))
+      w = next(w for w in widths if fits(lane, w))
+      if upcast(lane, w):
+        accs = 1
+        # small dims first: a 3x3 window upcast whole gives 9 rows
+        for d in sorted(k.dims("g"), key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 1 << 30, d)):
+          if d not in k.dims("g") or not all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k)): continue
+          size = k.full_shape[d]
+          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= 16), default=None)
+          if amt is not None and upcast(d, amt): accs *= amt
+          if accs >= 8: break
+        return k
   if red:
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def _gathered_views(k: Kernel) -> list:
+  """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""
+  U = k.dims("U")
+  return [u.src[1] for u in k.ast.toposort() if u.op is Ops.LOAD and U and k.st_for(u.src[1]).real_strides()[U[-1]] != 0]
 
 def _vec_views(k: Kernel) -> list:
   """The VIEWs of the loads that are contiguous along the innermost upcast dim (the ones loaded as vectors)."""

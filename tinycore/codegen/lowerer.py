@@ -46,10 +46,14 @@ def pick_vector_dim(k: Kernel) -> tuple[int, int] | None:
   if any(st.src[2].dtype not in vdts for st in k.ast.src): return None
   for d in reversed(k.dims("U")):
     if k.full_shape[d] in widths and all(st.real_strides()[d] == 1 for st in out_sts): return d, k.full_shape[d]
+  loads = [k.st_for(u.src[1]) for u in k.ast.toposort() if u.op is Ops.LOAD]
   if k.reduceop is not None and k.reduceop.dtype in vdts:
     for d in reversed(k.dims("u")):
-      if k.full_shape[d] in widths and any(k.st_for(u.src[1]).real_strides()[d] == 1 for u in k.ast.toposort() if u.op is Ops.LOAD):
-        return d, k.full_shape[d]
+      if k.full_shape[d] in widths and any(st.real_strides()[d] == 1 for st in loads): return d, k.full_shape[d]
+    # else an upcast output dim that an input is broadcast along: that input is one value for all lanes, the others
+    # are gathered (outside the reduce loop the stores are cheap, inside it the other upcasts share each gather)
+    for d in reversed(k.dims("U")):
+      if k.full_shape[d] in widths and any(st.real_strides()[d] == 0 for st in loads): return d, k.full_shape[d]
   return None
 
 def _tree(op: Ops, xs: list[UOp]) -> UOp:
