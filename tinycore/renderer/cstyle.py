@@ -26,8 +26,6 @@ def _fmax(a: str, b: str, dt: DType) -> str:
   # NaN propagates like numpy.maximum / torch.maximum: a NaN `a` is kept, a NaN `b` wins the comparison
   return f"((({a})!=({a})||({a})>({b}))?({a}):({b}))" if dtypes.is_float(dt) else f"((({a})>({b}))?({a}):({b}))"
 
-_NARROW_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
-
 class CStyleLanguage(Renderer):
   kernel_prefix: str = ""
   buffer_prefix: str = ""
@@ -37,6 +35,9 @@ class CStyleLanguage(Renderer):
   arg_int_prefix: str = "const int"
   barrier: str = ""
   code_for_workitem: dict[str, Callable[[int], str]] = {}
+  # dtypes whose ALU results are cast back to their type after every op, so they round/wrap as the op set says
+  # (C computes narrow integers in int)
+  round_results: tuple[DType, ...] = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
   type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short",
                                 dtypes.uint16: "ushort", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int64: "long",
                                 dtypes.uint64: "ulong", dtypes.float16: "half", dtypes.bfloat16: "bfloat16",
@@ -163,7 +164,7 @@ class CStyleLanguage(Renderer):
         elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
         else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
         # C promotes narrow integers to int: cast each result back so it wraps like the op set says
-        if (dt in _NARROW_INTS and op not in (Ops.CAST, Ops.BITCAST)) or (dt == dtypes.bool and op in (Ops.ADD, Ops.MUL)):
+        if (dt.scalar() in self.round_results and op not in (Ops.CAST, Ops.BITCAST)) or (dt == dtypes.bool and op in (Ops.ADD, Ops.MUL)):
           expr = self.render_cast(expr, dt, dt)
         # MAX spells its operands more than once: inlined in a chain it would grow exponentially
         if uses[u] <= 1 and op not in (Ops.BITCAST, Ops.MAX, Ops.VECTORIZE): r[u] = expr

@@ -82,6 +82,8 @@ class ClangRenderer(CStyleLanguage):
   """C99 for the host: global dims become loops (the outermost spread over the cores), no local memory. Vectors are
   GCC/clang vector extensions (`vector_size`), loaded and stored unaligned."""
   buffer_suffix = " restrict"
+  # x86 compilers keep _Float16 intermediates in float precision: a cast after each op rounds it to half
+  round_results = CStyleLanguage.round_results + (dtypes.float16,)
   vector_alu = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.MAX, Ops.MULACC, Ops.RECIP, Ops.EXP2})
   vector_dtypes = (dtypes.float32,)
   code_for_op = {**CStyleLanguage.code_for_op,
