@@ -118,6 +118,13 @@ class _Device:
       if os.getenv(name, "") not in ("", "0") and re.fullmatch(r"\d+", os.environ[name]): return name
     for name in registry.available_devices(): return name
     raise DeviceError("no device is available: " + "; ".join(f"{n}: {r}" for n, r in registry.reasons().items()))
+  def can_open(self, device: str) -> bool:
+    """Whether an installed device opens here; a name no plugin provides raises DeviceError at once."""
+    from tinycore.plugin import registry
+    if self.canonicalize(device).split(":")[0] not in registry.device_names(): self[device]
+    try: self[device]
+    except DeviceError: return False
+    return True
   def get_available_devices(self) -> list[str]:
     from tinycore.plugin import registry
     return registry.available_devices()

@@ -31,9 +31,13 @@ def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
     from tinycore.dtype import f32_to_bf16
     data = f32_to_bf16(arr.astype(np.float32))
   else: data = np.ascontiguousarray(arr, dtype=to_np_dtype(dtype))
-  buf = Buffer(device, data.size, dtype)
+  # a device that cannot open here (a compile-only run without its driver) gets the data through a lazy COPY from the
+  # host: graphs still build and schedule, and a realize fails with the device's own reason, never elsewhere
+  host = device if Device.can_open(device) else "PYTHON"
+  buf = Buffer(host, data.size, dtype)
   if data.size: buf.copyin(memoryview(data.reshape(-1)).cast("B"))
-  return LazyBuffer.from_buffer(buf, tuple(data.shape))
+  lb = LazyBuffer.from_buffer(buf, tuple(data.shape))
+  return lb if host == device else lb.copy_to_device(device)
 
 def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], ...]:
   """conv/pool padding: an int, one per spatial dim, or (left, right, top, bottom, ...) pairs from the last dim, as torch."""

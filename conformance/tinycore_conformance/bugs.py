@@ -20,14 +20,6 @@ class Bug:
 # Found and since fixed in the core: cstyle rendered narrow int ops without wrapping them (1048edc), and rendered kernel
 # arguments in the order the program listed them rather than by number (3960039).
 BUGS: dict[str, Bug] = {
-  "eager_iota": Bug(
-    "tinycore/tensor.py: Tensor._iota (and Tensor.arange) compute their values on the host and copy them into a device "
-    "buffer while the graph is built, so ops using them (argmax, one_hot, cumsum, ...) need the device's allocator even "
-    "to be scheduled: in --compile-only mode on a machine without the hardware they raise DeviceError instead of compiling",
-    lambda target, dt: target.compile_only and target.entry is not None and target.entry.reason() is not None,
-    "from tinycore import Tensor\n"
-    "t = Tensor.empty(5, 12, device='CUDA')  # on a machine without an NVIDIA driver: nothing is allocated\n"
-    "t.argmax(axis=1).schedule()  # raises DeviceError (no libcuda.so): _iota copies host data into a CUDA buffer"),
 }
 
 def _python_program(target: Any) -> bool:
