@@ -40,8 +40,7 @@ def test_sum_mean_max_min(axis, keepdim, dev):
   check(lambda x: x.max(axis, keepdim), lambda x: x.amax(_tdim(axis), keepdim=keepdim), [X], dev)
   check(lambda x: x.min(axis, keepdim), lambda x: x.amin(_tdim(axis), keepdim=keepdim), [X], dev)
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("correction", [0, 1, 2])
+@pytest.mark.parametrize("axis,correction", [(None, 1), (0, 0), (-1, 1), ((0, 2), 2), ((1, 2), 0)], ids=str)
 def test_var_std(axis, correction, dev):
   check(lambda x: x.var(axis, correction=correction), lambda x: x.var(_tdim(axis), correction=correction), [X], dev)
   check(lambda x: x.std(axis, keepdim=True, correction=correction), lambda x: x.std(_tdim(axis), keepdim=True, correction=correction), [X], dev)
@@ -123,7 +122,7 @@ def test_softmax_stable_and_dtypes(dev):
   assert Tensor([1, 2, 3], device=dev).softmax().dtype == dtypes.float32
 
 @pytest.mark.parametrize("fn", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"])
-@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("axis", [0, -1])
 def test_cumulative(fn, axis, dev):
   x = X if fn != "cumprod" else _rng(5).uniform(0.5, 1.5, X.shape).astype(np.float32)
   tfn = {"cumsum": lambda t: t.cumsum(axis), "cumprod": lambda t: t.cumprod(axis), "cummax": lambda t: t.cummax(axis).values,
