@@ -121,8 +121,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     d = red[-1]
     w = next((w for w in widths if fits(d, w)), None)
     if w is not None and unroll(d, w):
+      # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
       for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g])[:2]:
-        if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 4) and k.full_shape[g] >= 16: upcast(g, 4)
+        if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
       return k
@@ -151,9 +152,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
 def _gathered_views(k: Kernel) -> list:
   """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""
   U = k.dims("U")
-  return [u.src[1] for u in k.ast.toposort() if u.op is Ops.LOAD and U and k.st_for(u.src[1]).real_strides()[U[-1]] != 0]
+  return [u.src[1] for u in _reduce_loads(k) if U and k.st_for(u.src[1]).real_strides()[U[-1]] != 0]
+
+def _reduce_loads(k: Kernel) -> list:
+  """The loads inside the reduce (the ones in the inner loop), or every load of a kernel without one."""
+  return [u for u in (k.reduceop if k.reduceop is not None else k.ast).toposort() if u.op is Ops.LOAD]
 
 def _vec_views(k: Kernel) -> list:
-  """The VIEWs of the loads that are contiguous along the innermost upcast dim (the ones loaded as vectors)."""
+  """The VIEWs of the loads in the reduce that are contiguous along the innermost upcast dim (loaded as vectors)."""
   U = k.dims("U")
-  return [u.src[1] for u in k.ast.toposort() if u.op is Ops.LOAD and U and k.st_for(u.src[1]).real_strides()[U[-1]] == 1]
+  return [u.src[1] for u in _reduce_loads(k) if U and k.st_for(u.src[1]).real_strides()[U[-1]] == 1]

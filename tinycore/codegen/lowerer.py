@@ -176,7 +176,12 @@ def lower(k: Kernel) -> UOp:
       combos = [c for c in upcast_combos(k, "u") if c[vdim] == 0]
       parts = [lower_lanes(u.src[0], tuple(sorted({**consts, **{d: v for d, v in uc.items() if d != vdim}}.items()))) for uc in combos]
       if op in vec_ops and u.dtype in vec_dts:
-        return _tree(op, list(unpack(accumulate(op, u.dtype.vec(vw), [pack(p) for p in parts]))))
+        # the lanes of the accumulator are combined by halves: vector ops on ever shorter vectors, not one per lane
+        v = accumulate(op, u.dtype.vec(vw), [pack(p) for p in parts])
+        while v.dtype.count > 2:
+          lanes, h = unpack(v), v.dtype.count // 2
+          v = UOp(op, v.dtype.scalar().vec(h), (pack(lanes[:h]), pack(lanes[h:])))
+        return _tree(op, list(unpack(v)))
       ret = accumulate(op, u.dtype, [x for p in parts for x in p])
     else:
       parts = [lower_node(u.src[0], tuple(sorted({**consts, **uc}.items()))) for uc in upcast_combos(k, "u")]
