@@ -28,8 +28,9 @@ class CompiledRunner(Runner):
     self.lib = lib if lib is not None else dev.compiler.compile_cached(p.src)
     self.prg = dev.program(p.device, p.name, self.lib)
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
-    vals = [var_vals[v] for v in self.p.vars]
-    return self.prg(*[b._buf for b in bufs], global_size=self.p.global_size, local_size=self.p.local_size, vals=vals, wait=wait)
+    p = self.p
+    return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size,
+                    vals=[var_vals[v] for v in p.vars] if p.vars else (), wait=wait)
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)
@@ -77,13 +78,17 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   mark_realized(schedule)
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:
-  et = runner(bufs, var_vals, wait=DEBUG >= 2)
-  GlobalCounters.kernel_count += 1
-  GlobalCounters.global_ops += runner.op_estimate
-  mem = sum(b.nbytes for b in bufs)
-  GlobalCounters.global_mem += mem
-  if et is not None: GlobalCounters.time_sum_s += et
-  if DEBUG >= 2:
+  # this runs for every kernel of every step (a JIT replay is a loop over it): kept to the few operations it needs
+  dbg = DEBUG.value
+  et = runner(bufs, var_vals, wait=dbg >= 2)
+  gc = GlobalCounters
+  gc.kernel_count += 1
+  gc.global_ops += runner.op_estimate
+  mem = 0
+  for b in bufs: mem += b.size * b.dtype.itemsize
+  gc.global_mem += mem
+  if et is not None: gc.time_sum_s += et
+  if dbg >= 2:
     tm = f"tm {et*1e6:9.2f}us/{GlobalCounters.time_sum_s*1e3:9.2f}ms" if et is not None else ""
     rate = f"({runner.op_estimate/((et or 1e-9)*1e9):9.2f} GFLOPS, {mem/((et or 1e-9)*1e9):7.2f} GB/s)" if et else ""
     print(f"{colored('***', 'magenta' if jit else 'green')} {runner.device[:7]:7s} {GlobalCounters.kernel_count:4d} "

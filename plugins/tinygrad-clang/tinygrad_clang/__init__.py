@@ -245,7 +245,7 @@ class ClangProgram(Program):
                            (ctypes.c_int * max(1, len(vals)))(*vals), self.threads)
     else:
       if self.fxn.argtypes is None: self.fxn.argtypes = [ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * len(vals)
-      self.fxn(*[_addr(b) for b in bufs], *vals)
+      self.fxn(*[b.addr if type(b) is HostBuffer else b.ctypes.data for b in bufs], *vals)
     return time.perf_counter() - st if wait else None
 
 _pool: Any = None
