@@ -344,8 +344,6 @@ def test_masked_fill(dev):
   np.testing.assert_equal(out.numpy(), torch.tensor(x).masked_fill(torch.tensor(m), -math.inf).numpy())
   with pytest.raises(TypeError, match="bool"): Tensor(x).masked_fill(Tensor([1, 0, 1, 0]), 0)
 
-@pytest.mark.xfail(strict=True, reason="core bug (uop symbolic): range folding takes a NaN constant of a where as a bound, so "
-                   "`where(c, nan, x) < 0` folds to all-False")
 def test_compare_where_with_nan_constant(dev):
   x = Tensor([-1.0, 2.0], device=dev)
   np.testing.assert_equal(((x == 5).where(math.nan, x) < 0).numpy(), [True, False])
@@ -361,8 +359,6 @@ def test_isclose_allclose_sequential(dev):
   out = Tensor([1.0, -2.0], device=dev).sequential([lambda t: t * 2, Tensor.relu, lambda t: t + 1])
   assert out.tolist() == [3.0, 1.0]
 
-@pytest.mark.xfail(strict=True, reason="core bug (lazy.py): LazyBuffer.cast folds an unrealized const view into a fresh const and drops its "
-                   "padding mask (Tensor.cast works around it in function.Cast)")
 def test_lazy_cast_of_padded_const(dev):
   lb = Tensor.ones(3, device=dev).pad(((1, 0),)).lazydata
   np.testing.assert_equal(Tensor(lb.cast(dtypes.int32)).numpy(), [0, 1, 1, 1])

@@ -86,7 +86,8 @@ class LazyBuffer:
   def cast(self, dtype: DType, bitcast: bool = False) -> LazyBuffer:
     if self.dtype == dtype: return self
     if bitcast and self.dtype.itemsize != dtype.itemsize: raise TypeError(f"bitcast needs equal sizes: {self.dtype} -> {dtype}")
-    if self.is_unrealized_const() and not bitcast: return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape)
+    if self.is_unrealized_const() and not bitcast and all(v.mask is None for v in self.st.views):
+      return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape)
     return LazyBuffer.metaop(Ops.BITCAST if bitcast else Ops.CAST, self.shape, dtype, self.device, srcs=(self,))
   def reduce(self, op: Ops, axis: tuple[int, ...]) -> LazyBuffer:
     """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1."""

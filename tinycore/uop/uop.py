@@ -149,6 +149,8 @@ sint = Union[int, UOp]
 def _bounds(u: UOp) -> tuple[Any, Any]:
   s = u.src
   if u.op is Ops.CONST: return u.arg, u.arg
+  # float ranges are not tracked (NaN has no place in an order): only integer and bool bounds fold anything
+  if dtypes.is_float(u.dtype): return -math.inf, math.inf
   if u.op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
   if u.op is Ops.RANGE: return s[0].vmin, s[1].vmax - 1
   if u.op is Ops.SPECIAL: return 0, u.arg[1] - 1
