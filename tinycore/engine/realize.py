@@ -3,11 +3,11 @@
 Runners are cached in memory by (device, AST); compiled binaries are cached on disk by the compiler (see
 Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s."""
 from __future__ import annotations
-import time
+import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any
 from tinycore.device import Buffer, Device, CompileError
 from tinycore.dtype import dtypes, PtrDType
-from tinycore.helpers import DEBUG, BEAM, NOOPT, GlobalCounters, colored
+from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colored, diskcache_get, diskcache_put
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
@@ -41,22 +41,82 @@ class CopyRunner(Runner):
 
 method_cache: dict[tuple[str, UOp, int, int], CompiledRunner] = {}
 
-def get_runner(device: str, ast: UOp) -> CompiledRunner:
-  key = (device, ast, BEAM.value, NOOPT.value)
-  if (r := method_cache.get(key)) is not None: return r
+# *** programs cached on disk: a warm start renders nothing. The key is the AST, the renderer (its settings and the
+# version of the code generator's source) and the optimization mode; the compiler caches the binary by source. ***
+
+@functools.cache
+def _codegen_version(renderer_file: str) -> str:
+  root = pathlib.Path(__file__).resolve().parent.parent
+  files = sorted(p for d in ("codegen", "renderer", "uop", "shape") for p in (root / d).glob("*.py")) + [root / "ops.py", root / "dtype.py"]
+  h = hashlib.sha256()
+  for f in files + [pathlib.Path(renderer_file)]:
+    try: h.update(f.read_bytes())
+    except OSError: pass
+  return h.hexdigest()[:16]
+
+def _ast_key(ast: UOp) -> str:
+  nodes = ast.toposort()
+  idx = {u: i for i, u in enumerate(nodes)}
+  return "\n".join(f"{u.op.name} {u.dtype!r} {u.arg!r} {[idx[x] for x in u.src]}" for u in nodes)
+
+def _program_table(device: str, renderer: Any) -> str:
+  return (f"programs:{device}:{type(renderer).__qualname__}:{_codegen_version(inspect.getfile(type(renderer)))}:"
+          f"{hashlib.sha256((repr(renderer) + str(getattr(renderer, 'cachekey', ''))).encode()).hexdigest()[:16]}:"
+          f"beam{BEAM.value}:noopt{NOOPT.value}")
+
+def get_program_for(device: str, ast: UOp) -> ProgramSpec:
+  """The program for an AST: from the disk cache, else by optimizing, lowering and rendering the kernel."""
   dev = Device[device]
   used = {(u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype).scalar() for u in ast.toposort()}
   if (bad := used - set(dev.renderer.supported_dtypes()) - {dtypes.void}):
     raise TypeError(f"{device} does not support {', '.join(map(str, sorted(bad)))}: its renderer declares "
                        f"{', '.join(map(str, dev.renderer.supported_dtypes()))}")
+  cacheable = DEBUG < 3 and not GRAPHUOPS
+  if cacheable:
+    table, key = _program_table(device, dev.renderer), _ast_key(ast)
+    if (hit := diskcache_get(table, key)) is not None:
+      try:
+        d = pickle.loads(hit)
+        return ProgramSpec(d["name"], d["src"], device, [], d["global_size"], d["local_size"], d["vars"], d["applied_opts"],
+                           d["estimates_ops"], d["display_name"], ast)
+      except Exception: pass  # an entry from another version: build it again
   k = get_kernel(ast, dev.renderer)
   if DEBUG >= 3:
     print(pretty(ast))
     print(f"applied opts: {k.applied_opts}")
   p = get_program(k, device)
-  try: method_cache[key] = r = CompiledRunner(p)
+  if cacheable:
+    diskcache_put(table, key, pickle.dumps({"name": p.name, "src": p.src, "global_size": p.global_size, "local_size": p.local_size,
+                                            "vars": p.vars, "applied_opts": p.applied_opts, "estimates_ops": p.estimates_ops,
+                                            "display_name": p.display_name}))
+  return p
+
+def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec | None = None) -> CompiledRunner:
+  key = (device, ast, BEAM.value, NOOPT.value)
+  if (r := method_cache.get(key)) is not None: return r
+  if p is None: p = get_program_for(device, ast)
+  try: method_cache[key] = r = CompiledRunner(p, lib)
   except CompileError as e: raise CompileError(f"kernel {p.name} failed to compile on {device}:\n{e}\n--- source ---\n{p.src}") from None
   return r
+
+_compile_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+def prepare_runners(schedule: list[ScheduleItem]) -> None:
+  """Build the runners a schedule still lacks: programs one by one (Python), their compiles in parallel (the
+  compilers are processes of their own), so a cold start pays for the slowest compiles side by side."""
+  global _compile_pool
+  todo: dict[tuple, tuple[str, UOp]] = {}
+  for si in schedule:
+    if si.ast.op is Ops.SINK:
+      key = (si.bufs[0].device, si.ast, BEAM.value, NOOPT.value)
+      if key not in method_cache and key not in todo: todo[key] = (si.bufs[0].device, si.ast)
+  if len(todo) < 2: return
+  progs = [(dev, ast, get_program_for(dev, ast)) for dev, ast in todo.values()]
+  if _compile_pool is None: _compile_pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+  def build(x: tuple) -> bytes | None:
+    try: return Device[x[0]].compiler.compile_cached(x[2].src)
+    except CompileError: return None  # get_runner compiles it again and reports the error with the kernel's source
+  for (dev, ast, p), lib in zip(progs, _compile_pool.map(build, progs)): get_runner(dev, ast, lib, p)
 
 def lower_item(si: ScheduleItem) -> Runner | None:
   if si.ast.op is Ops.SINK: return get_runner(si.bufs[0].device, si.ast)
@@ -70,6 +130,7 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
   var_vals = var_vals or {}
   if capture is None and capturing: capture = capturing[-1]
+  if DEBUG < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   for si in schedule:
     for b in si.bufs: b.ensure_allocated()
     runner = lower_item(si)

@@ -104,6 +104,10 @@ class ClangRenderer(CStyleLanguage):
     if dt == dtypes.float64: return f"__builtin_{fn}({x})"
     if dt == dtypes.float32: return f"__builtin_{fn}f({x})"
     return f"(({self.render_dtype(dt)})__builtin_{fn}f((float)({x})))"
+  @property
+  def cachekey(self) -> str:
+    """What besides its fields changes what this renderer writes (rendered programs are cached on disk by it)."""
+    return f"threads={THREADS}:chunks={CHUNKS_PER_CORE}:minwork={PARALLEL_MIN_WORK}"
   def render_vector_load(self, buf: str, idx: str, dt: DType) -> str: return f"(*((const {self.render_dtype(dt)}_u*)({buf}+{idx})))"
   def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}_u*)({buf}+{idx})) = {val};"
   def render_prefix(self, uops: list[UOp]) -> str:
