@@ -11,7 +11,7 @@ synchronized inside the timed region; the table shows medians. The script also m
 at best: the bandwidth of a large copy (bytes read + written) and numpy's BLAS matmul rate.
 Ratios are `peer time / tinycore time`: above 1 means tinycore is faster."""
 from __future__ import annotations
-import argparse, datetime, gc, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time, traceback
+import argparse, contextlib, datetime, gc, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time, traceback
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,6 +74,10 @@ class TinycoreLib(Lib):
   def run(self, f: Callable[[], Any]) -> Callable[[], Any]: return lambda: f().realize()
   def jit(self, f: Callable) -> Callable: return self.tc.TinyJit(f)
   def sync(self) -> None: pass
+  def training(self) -> Any:
+    if hasattr(self.Tensor, "train"): return self.Tensor.train()
+    self.Tensor.training = True
+    return contextlib.nullcontext()
 
 class TinygradLib(Lib):
   name = "tinygrad"
@@ -94,6 +98,9 @@ class TinygradLib(Lib):
       return out
     return g
   def jit(self, f: Callable) -> Callable: return self.tc.TinyJit(f)
+  def training(self) -> Any:
+    from tinygrad.helpers import Context
+    return Context(TRAINING=1)
 
 class TorchLib(Lib):
   name = "torch"
@@ -305,13 +312,14 @@ def _train_setup(lib: Lib, kind: str) -> tuple[Callable[[], Any], Callable[[Any]
     m = out.max(-1, keepdim=True)
     logp = out - m - (out - m).exp().sum(-1, keepdim=True).log()
     return -(logp * oh).sum(-1).mean()
-  @lib.jit
-  def step(x: Any, y: Any, oh: Any) -> Any:
-    Tensor.training = True
+  def _step(x: Any, y: Any, oh: Any) -> Any:
     opt.zero_grad()
     loss = loss_fn(model(x), y, oh).backward()
     opt.step()
     return loss.realize()
+  @lib.jit
+  def step(x: Any, y: Any, oh: Any) -> Any:
+    with lib.training(): return _step(x, y, oh)
   return (lambda: step(xt, yt, onehot)), lambda l: float(l.item())
 
 def _group_train(lib: Lib, kind: str) -> dict:
@@ -477,12 +485,11 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
 
 def _versions(libs: list[str]) -> str:
   out = []
-  for l, mod in (("torch", "torch"), ("tinygrad", "tinygrad")):
+  from importlib import metadata
+  for l in ("torch", "tinygrad"):
     if l in libs:
-      try:
-        r = subprocess.run([sys.executable, "-c", f"import {mod}; print({mod}.__version__)"], capture_output=True, text=True, timeout=120)
-        out.append(f"{l} {r.stdout.strip() or 'missing'}")
-      except Exception: out.append(f"{l} ?")
+      try: out.append(f"{l} {metadata.version(l)}")
+      except metadata.PackageNotFoundError: out.append(f"{l} missing")
   return (" Peers: " + ", ".join(out) + ".") if out else ""
 
 if __name__ == "__main__": main()
