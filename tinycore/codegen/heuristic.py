@@ -132,7 +132,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # is broadcast along (a channel dim), and rows along dims that the other (gathered) inputs are broadcast along
     lanes = [d for d in k.dims("g") for w in widths[:1] if fits(d, w) and any(s == 0 for s in strides(d, loads))]
     if lanes:
-      lane = max(lanes, key=lambda d: (sum(s == 0 for s in strides(d, loads)), k.full_shape[d]))
+      # the gathered inputs should be close together along the lanes (few cache lines per gather)
+      def gather_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, loads) if s != 0), default=0)
+      lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), -k.full_shape[d]))
       w = next(w for w in widths if fits(lane, w))
       if upcast(lane, w):
         accs = 1
