@@ -105,6 +105,7 @@ def prepare_runners(schedule: list[ScheduleItem]) -> None:
   """Build the runners a schedule still lacks: programs one by one (Python), their compiles in parallel (the
   compilers are processes of their own), so a cold start pays for the slowest compiles side by side."""
   global _compile_pool
+  if len(schedule) < 2: return
   todo: dict[tuple, tuple[str, UOp]] = {}
   for si in schedule:
     if si.ast.op is Ops.SINK:
@@ -131,11 +132,17 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   var_vals = var_vals or {}
   if capture is None and capturing: capture = capturing[-1]
   if DEBUG < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
+  beam, noopt = BEAM.value, NOOPT.value
   for si in schedule:
-    for b in si.bufs: b.ensure_allocated()
-    runner = lower_item(si)
-    if runner is not None: exec_runner(runner, list(si.bufs), var_vals)
-    if capture is not None and runner is not None: capture.append((runner, list(si.bufs)))
+    bufs = list(si.bufs)
+    for b in bufs:
+      if not hasattr(b, "_buf"): b.ensure_allocated()
+    # the in-memory runner cache first (what get_runner does, without a call per kernel)
+    runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is Ops.SINK else None
+    if runner is None: runner = lower_item(si)
+    if runner is not None:
+      exec_runner(runner, bufs, var_vals)
+      if capture is not None: capture.append((runner, bufs))
   mark_realized(schedule)
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:

@@ -149,8 +149,9 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   if GRAPH or DEBUG >= 5: return _create_schedule(outs)
   key, graph, leaves = _structure(outs)
   if (cached := _sched_cache.get(key)) is not None:
-    def lb(ref: tuple[int, int]) -> LazyBuffer: return graph[ref[1]] if ref[0] == 0 else leaves[ref[1]]
-    return [ScheduleItem(ast, tuple(lb(r).buffer for r in bufs), tuple(lb(r) for r in o), tuple(lb(r) for r in i)) for ast, bufs, o, i in cached]
+    lbs = (graph, leaves)
+    return [ScheduleItem(ast, tuple(lbs[r][j].buffer for r, j in bufs), tuple(lbs[r][j] for r, j in o), tuple(lbs[r][j] for r, j in i))
+            for ast, bufs, o, i in cached]
   sched = _create_schedule(outs)
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
