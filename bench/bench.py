@@ -11,7 +11,7 @@ synchronized inside the timed region; the table shows medians. The script also m
 at best: the bandwidth of a large copy (bytes read + written) and numpy's BLAS matmul rate.
 Ratios are `peer time / tinycore time`: above 1 means tinycore is faster."""
 from __future__ import annotations
-import argparse, contextlib, datetime, gc, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time, traceback
+import argparse, contextlib, datetime, gc, json, math, os, platform, random, resource, statistics, subprocess, sys, tempfile, time, traceback
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -161,7 +161,7 @@ def group_matmul(lib: Lib) -> dict:
   for n in (256, 1024, 2048):
     a, b = lib.rand(n, n), lib.rand(n, n)
     if lib.name == "tinygrad" and n == 2048 and lib.quick: out[f"matmul {n}"] = result(None, note="skipped in --quick"); continue
-    t = lib.timer.median(lib.run(lambda: a @ b), max_reps=40 if n < 2048 else 15)
+    t = lib.timer.median(lib.run(lambda a=a, b=b: a @ b), max_reps=40 if n < 2048 else 15)
     out[f"matmul {n}"] = result(t, 2 * n**3 / t / 1e9, "GFLOP/s")
     del a, b
     gc.collect()
@@ -192,7 +192,7 @@ def group_elementwise(lib: Lib) -> dict:
 def group_reduce(lib: Lib) -> dict:
   out = {}
   a = lib.rand(N16M)
-  t = lib.timer.median(lib.run(lambda: a.sum()))
+  t = lib.timer.median(lib.run(lambda a=a: a.sum()))
   out["sum 16M"] = result(t, N16M * 4 / t / 1e9, "GB/s")
   del a
   x = lib.rand(4096, 4096)
@@ -218,8 +218,8 @@ def group_conv(lib: Lib) -> dict:
     oh = xs[2] + 2 * pad - 2
     if lib.name == "torch":
       F = __import__("torch.nn.functional", fromlist=["conv2d"])
-      f = lambda: F.conv2d(x, w, padding=pad)  # noqa: E731
-    else: f = lambda: x.conv2d(w, padding=pad)  # noqa: E731
+      f = lambda F=F, x=x, w=w, pad=pad: F.conv2d(x, w, padding=pad)  # noqa: E731
+    else: f = lambda x=x, w=w, pad=pad: x.conv2d(w, padding=pad)  # noqa: E731
     t = lib.timer.median(lib.run(f), max_reps=30)
     out[name] = result(t, _conv_flops(xs[0], xs[1], ws[0], oh, oh, 3) / t / 1e9, "GFLOP/s")
   return out
@@ -231,13 +231,12 @@ def group_overhead(lib: Lib) -> dict:
     out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: a + b, calls=20000), unit="us")
     return out
   if lib.name == "torch":
-    torch = lib.torch
     a, b = lib.rand(4), lib.rand(4)
     out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: a + b, calls=20000), unit="us")
     k = iter(range(1, 1 << 30))
     out["tiny a+c, new const"] = result(lib.timer.median_per_call(lambda: a + next(k), calls=20000), unit="us")
     def ten(x: Any) -> Any:
-      for i in range(10): x = x * 1.0001 + 1
+      for _ in range(10): x = x * 1.0001 + 1
       return x
     x = lib.rand(4)
     out["jit replay, 10 kernels"] = result(lib.timer.median_per_call(lambda: ten(x), calls=2000) / 10, unit="us",
@@ -247,11 +246,12 @@ def group_overhead(lib: Lib) -> dict:
   a, b = lib.rand(4), lib.rand(4)
   out["tiny a+b, cached"] = result(lib.timer.median_per_call(lambda: (a + b).realize(), calls=200 if tiny else 5000,
                                                              warmup=5 if tiny else 50), unit="us")
-  k = iter(range(1, 1 << 30))
+  # constants never used before (not even by an earlier run of this script): nothing can come from a disk cache
+  k = iter(range(random.randrange(1 << 40), 1 << 62))
   out["tiny a+c, new const"] = result(lib.timer.median_per_call(lambda: (a + float(next(k))).realize(), calls=3 if tiny else 20,
                                                                 batches=3, warmup=1), unit="us")
   def ten(x: Any) -> Any:
-    for i in range(10): x = (x * 1.0001 + 1).contiguous()
+    for _ in range(10): x = (x * 1.0001 + 1).contiguous()
     return x
   j = lib.jit(ten)
   x = lib.rand(4)
@@ -447,7 +447,7 @@ def main() -> None:
 
 def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: list[str], quick: bool) -> str:
   import numpy
-  lines = [f"# Benchmark results", "",
+  lines = ["# Benchmark results", "",
            f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} with `bench/bench.py{' --quick' if quick else ''}` "
            f"on {platform.machine()} ({os.cpu_count()} cores), Python {platform.python_version()}, numpy {numpy.__version__}."
            + _versions(libs), "",
@@ -480,8 +480,43 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
     for l, c, r in train:
       lines.append(f"| {l} | {c} | {r['first_step_s']:.2f} s | {r['rss20_mb']:.0f} MB | {r['rss_end_mb']:.0f} MB | {r['steps']} | "
                    f"{r['peak_mb']:.0f} MB | {r['loss']:.3f} |")
+  checks = targets(raw)
+  if checks:
+    lines += ["", "## Targets (issue 6), from this run", "", "| target | measured | met |", "|---|---|---|"]
+    lines += [f"| {name} | {measured} | {'yes' if ok else '**no**'} |" for name, measured, ok in checks]
+    lines.append(f"\n{sum(ok for _, _, ok in checks)} of {len(checks)} met.")
   if errors: lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
   return "\n".join(lines) + "\n"
+
+def targets(raw: dict) -> list[tuple[str, str, bool]]:
+  """Issue 6's targets, checked against the peers and machine limits measured in the same run."""
+  tc, torch, tg = raw.get("tinycore", {}), raw.get("torch", {}), raw.get("tinygrad", {})
+  out: list[tuple[str, str, bool]] = []
+  def t(lib: dict, case: str) -> float | None: return (lib.get(case) or {}).get("t")
+  def vs(case: str, peer: dict, pname: str, at_least: float) -> None:
+    a, b = t(tc, case), t(peer, case)
+    if a and b: out.append((f"{case}: >= {at_least:g}x {pname}", f"{b / a:.2f}x", b / a >= at_least))
+  for case, x in (("gelu(a*b+c) 16M", 3), ("softmax 4096x4096", 1.5), ("train step MLP bs128 Adam", 1), ("train step CNN bs128 Adam", 1),
+                  ("matmul 2048", 0.6), ("conv2d resnet (32,64,56,56)", 0.6), ("conv2d seed (16,3,64,64)", 0.5)):
+    vs(case, torch, "torch", x)
+  copy = (raw.get("numpy", {}).get("copy 256MB") or {}).get("metric")
+  for case in ("(a*b+c).relu() 16M", "sum 16M"):
+    m = (tc.get(case) or {}).get("metric")
+    if copy and m: out.append((f"{case}: >= 70% of the copy bandwidth ({copy:.1f} GB/s)", f"{m:.1f} GB/s = {m / copy:.0%}", m >= 0.7 * copy))
+  for case in tc:
+    if not case.startswith("mlp first step"): vs(case, tg, "tinygrad", 5)
+  for case in ("train step MLP bs128 Adam", "train step CNN bs128 Adam"):
+    r, p = tc.get(case) or {}, torch.get(case) or {}
+    if r.get("peak_mb") and p.get("peak_mb"):
+      out.append((f"{case}: peak RSS <= 1.5x torch's", f"{r['peak_mb']:.0f} / {p['peak_mb']:.0f} MB", r["peak_mb"] <= 1.5 * p["peak_mb"]))
+    if r.get("rss20_mb"):
+      grew = r["rss_end_mb"] - r["rss20_mb"]
+      out.append((f"{case}: RSS does not grow after step 20", f"{grew:+.1f} MB over {r['steps'] - 20} steps", grew <= 0.01 * r["rss20_mb"]))
+  for case, limit, scale, unit in (("tiny a+b, cached", 20e-6, 1e6, "us"), ("jit replay, 10 kernels", 5e-6, 1e6, "us"),
+                                   ("mlp first step (cold compile cache)", 5, 1, "s"), ("mlp first step (warm compile cache)", 0.5, 1, "s")):
+    v = t(tc, case)
+    if v is not None: out.append((f"{case}: < {limit * scale:g} {unit}", f"{v * scale:.2f} {unit}", v < limit))
+  return out
 
 def _versions(libs: list[str]) -> str:
   out = []

@@ -24,8 +24,8 @@ def test_reading_one_buffer_twice_is_not_reading_two():
     x = Tensor([1.0, 2.0, 3.0]).realize()
     old = x.lazydata
     x.assign(x * 2).realize()
-    shared = lambda: (Tensor(old) + x).numpy()  # noqa: E731
-    distinct = lambda: (p + q).numpy()  # noqa: E731
+    shared = lambda old=old, x=x: (Tensor(old) + x).numpy()  # noqa: E731
+    distinct = lambda p=p, q=q: (p + q).numpy()  # noqa: E731
     if order == 0:
       np.testing.assert_equal(distinct(), [11.0, 22.0, 33.0])
       np.testing.assert_equal(shared(), [4.0, 8.0, 12.0])
