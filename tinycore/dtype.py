@@ -117,6 +117,7 @@ _PROMO = {dtypes.bool: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16],
 @functools.cache
 def _parents(t: DType) -> set[DType]: return {t}.union(*(_parents(p) for p in _PROMO[t]))
 
+@functools.cache
 def least_upper_dtype(*ds: DType) -> DType:
   """The smallest dtype every input promotes to without loss, as in tinygrad (e.g. int32+float16 -> float16)."""
   common = set.intersection(*(_parents(d.scalar()) for d in ds))
