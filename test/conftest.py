@@ -8,3 +8,8 @@ def device(request):
   Device.DEFAULT = request.param
   yield request.param
   Device.DEFAULT = old
+
+@pytest.fixture(params=["CLANG", "PYTHON"])
+def dev(request) -> str:
+  """The device name, for tests that pass it explicitly (`Tensor(x, device=dev)`)."""
+  return request.param

@@ -5,29 +5,11 @@ import pytest
 from tinycore import Tensor, dtypes
 
 torch = pytest.importorskip("torch")
+from torch_compare import check  # noqa: E402 (after the importorskip above)
 
-@pytest.fixture(params=["CLANG", "PYTHON"])
-def dev(request): return request.param
 
 def _rng(seed=0): return np.random.default_rng(seed)
 
-def check(tc_fn, torch_fn, inputs, dev, grad=True, atol=1e-5, rtol=1e-4, grad_atol=None, grad_rtol=None):
-  """Run tc_fn on tinycore tensors and torch_fn on torch tensors made from the same numpy inputs; compare the outputs
-  and, with grad, the gradients of sum(out * w) for a random w."""
-  tt = [Tensor(x, device=dev, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
-  pt = [torch.tensor(x, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
-  out, ref = tc_fn(*tt), torch_fn(*pt)
-  assert out.shape == tuple(ref.shape), f"shape {out.shape} vs torch {tuple(ref.shape)}"
-  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=atol, rtol=rtol, equal_nan=True)
-  if grad:
-    w = _rng(1).standard_normal(ref.shape).astype(np.float32)
-    (out * Tensor(w, device=dev)).sum().backward()
-    (ref * torch.tensor(w)).sum().backward()
-    for t, p in zip(tt, pt):
-      if p.grad is None: continue
-      assert t.grad is not None, "tinycore gave no gradient"
-      np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), atol=grad_atol or atol * 10, rtol=grad_rtol or rtol * 10, equal_nan=True)
-  return out
 
 # (name, tinycore fn, torch fn, low, high)
 UNARY = [

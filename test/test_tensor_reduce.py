@@ -5,26 +5,11 @@ import pytest
 from tinycore import Tensor, dtypes
 
 torch = pytest.importorskip("torch")
+from torch_compare import check  # noqa: E402 (after the importorskip above)
 
-@pytest.fixture(params=["CLANG", "PYTHON"])
-def dev(request): return request.param
 
 def _rng(seed=0): return np.random.default_rng(seed)
 
-def check(tc_fn, torch_fn, inputs, dev, grad=True, atol=1e-5, rtol=1e-4):
-  tt = [Tensor(x, device=dev, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
-  pt = [torch.tensor(x, requires_grad=grad and x.dtype.kind == "f") for x in inputs]
-  out, ref = tc_fn(*tt), torch_fn(*pt)
-  assert out.shape == tuple(ref.shape), f"shape {out.shape} vs torch {tuple(ref.shape)}"
-  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=atol, rtol=rtol, equal_nan=True)
-  if grad and ref.numel() and ref.dtype.is_floating_point:
-    w = _rng(1).standard_normal(tuple(ref.shape)).astype(np.float32)
-    (out * Tensor(w, device=dev)).sum().backward()
-    (ref * torch.tensor(w)).sum().backward()
-    for t, p in zip(tt, pt):
-      if p.grad is None: continue
-      np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), atol=atol * 10, rtol=rtol * 10)
-  return out
 
 X = _rng().standard_normal((3, 4, 5)).astype(np.float32)
 
