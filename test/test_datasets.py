@@ -2,15 +2,10 @@
 import gzip, struct, sys
 import numpy as np
 import pytest
-from tinycore import Device, dtypes
+from tinycore import dtypes
 from tinycore.nn import datasets
 
-@pytest.fixture(autouse=True)
-def _clang():
-  old = Device.DEFAULT
-  Device.DEFAULT = "CLANG"
-  yield
-  Device.DEFAULT = old
+pytestmark = pytest.mark.usefixtures("device")  # every test on CLANG and on PYTHON (conftest)
 
 def _write_idx(path, arr: np.ndarray, gz: bool) -> None:
   data = bytes([0, 0, 0x08, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape) + arr.astype(np.uint8).tobytes()

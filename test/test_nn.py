@@ -6,12 +6,7 @@ from tinycore.nn.state import get_state_dict
 
 torch = pytest.importorskip("torch")
 
-@pytest.fixture(autouse=True)
-def _clang():
-  old = Device.DEFAULT
-  Device.DEFAULT = "CLANG"
-  yield
-  Device.DEFAULT = old
+pytestmark = pytest.mark.usefixtures("device")  # every test on CLANG and on PYTHON (conftest)
 
 def _copy_params(ours, theirs) -> dict:
   """Copy our parameters into the torch module (same names, same shapes); returns name -> our tensor."""

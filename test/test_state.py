@@ -2,16 +2,11 @@
 import io, json, pickle, struct, zipfile
 import numpy as np
 import pytest
-from tinycore import Tensor, Device, dtypes, nn
+from tinycore import Tensor, dtypes, nn
 from tinycore.nn.state import (get_state_dict, get_parameters, load_state_dict, safe_save, safe_load, safe_load_metadata, torch_load,
                                TorchLoadError)
 
-@pytest.fixture(autouse=True)
-def _clang():
-  old = Device.DEFAULT
-  Device.DEFAULT = "CLANG"
-  yield
-  Device.DEFAULT = old
+pytestmark = pytest.mark.usefixtures("device")  # every test on CLANG and on PYTHON (conftest)
 
 class Net:
   def __init__(self):
