@@ -1,15 +1,15 @@
 """Optimizers against torch.optim (SGD, Adam, AdamW) and against numpy references (LAMB, LARS) for a few steps."""
 import numpy as np
 import pytest
-from tinycore import Tensor, Device, nn
+from tinycore import Tensor, nn
 from tinycore.nn import optim
 
 @pytest.fixture(autouse=True)
-def _clang_training():
-  old, old_training = Device.DEFAULT, Tensor.training
-  Device.DEFAULT, Tensor.training = "CLANG", True
+def _training(device):  # every test on CLANG and on PYTHON (conftest's device fixture)
+  old_training = Tensor.training
+  Tensor.training = True
   yield
-  Device.DEFAULT, Tensor.training = old, old_training
+  Tensor.training = old_training
 
 RNG = np.random.default_rng(0)
 W0, B0 = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal((3,)).astype(np.float32)
@@ -131,8 +131,3 @@ def test_schedules():
   f = optim.cosine_lr(1.0, 10, warmup_steps=2, min_lr=0.1)
   assert f(0) == pytest.approx(0.5) and f(1) == pytest.approx(1.0) and f(10) == pytest.approx(0.1)
   assert optim.step_lr(1.0, 5, 0.5)(11) == pytest.approx(0.25)
-
-def test_sgd_momentum_on_python_device():
-  torch = pytest.importorskip("torch")
-  Device.DEFAULT = "PYTHON"
-  _check(_ours(lambda p: optim.SGD(p, lr=0.1, momentum=0.9), steps=2), _torch(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), steps=2))

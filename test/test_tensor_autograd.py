@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
 
-@pytest.fixture(params=["CLANG", "PYTHON"])
-def dev(request): return request.param
 
 def _rng(seed=0): return np.random.default_rng(seed)
 

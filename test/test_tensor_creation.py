@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
 
-@pytest.fixture(params=["CLANG", "PYTHON"])
-def dev(request): return request.param
 
 # *** creation ***
 def test_zeros_ones_full(dev):
