@@ -41,7 +41,7 @@ class Kernel:
     reduces = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
     if len(reduces) > 1: raise ValueError("a kernel holds at most one reduce")
     self.reduceop: UOp | None = reduces[0] if reduces else None
-    self.full_shape = max((st.shape for st in self.sts), key=lambda s: prod(x if isinstance(x, int) else 1 for x in s))
+    self.full_shape = max((st.shape for st in self.sts), key=lambda s: prod(x if isinstance(x, int) else x.vmax for x in s))
     red_axes = set(self.reduceop.arg[1]) if self.reduceop is not None else set()
     self.kinds = ["r" if i in red_axes else "g" for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
@@ -137,7 +137,8 @@ class Kernel:
   def name(self) -> str:
     colors = {"g": "blue", "t": "white", "l": "cyan", "G": "green", "r": "red", "u": "magenta", "U": "yellow"}
     kind = "r" if self.reduceop is not None else "E"
-    dims = [str(s) for s in self.full_shape] or ["1"]
+    # a symbolic dim shows its Variables' expression (bs, bs*4), not the UOp
+    dims = [str(s) if isinstance(s, int) else s.render().replace("(", "").replace(")", "").replace("*", "x") for s in self.full_shape] or ["1"]
     self.display_name = kind + " " + " ".join(colored(d, colors[k]) for d, k in zip(dims, self.kinds or ["g"]))
     return to_function_name(kind + "_" + "_".join(dims))
 
