@@ -4,9 +4,11 @@ Devices with thread ids (GPUs) get groups of threads and a grouped reduce for bi
 (CLANG: global dims are loops, the outermost spread over the cores) get register tiles instead: the output dim that
 is contiguous in memory is upcast to a vector width (vector loads and stores), the output dim that an input
 broadcasts along is upcast too (one loaded value feeds several accumulators, as in the microkernel of a matmul), and
-a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop)."""
+a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop).
+
+A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized."""
 from __future__ import annotations
-from tinycore.helpers import prod
+from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
@@ -27,13 +29,13 @@ def hand_coded_optimizations(k: Kernel) -> Kernel:
   r = k.renderer
   red = k.dims("r")
   # a big reduce with a small output: spread the reduce over the threads of a group
-  if red and r.has_local and r.has_shared and prod(k.full_shape[d] for d in k.dims("g")) <= 256:
+  if red and r.has_local and r.has_shared and all_int(k.full_shape) and prod(k.full_shape[d] for d in k.dims("g")) <= 256:
     for amt in (16, 8, 4):
       if k.full_shape[red[-1]] % amt == 0 and k.full_shape[red[-1]] >= 256 and _try(k, Opt(OptOps.GROUP, len(red) - 1, amt)): break
   # small reduce dims (a 3x3 window) are unrolled into registers
   for i in reversed(range(len(k.dims("r")))):
     d = k.dims("r")[i]
-    if k.full_shape[d] <= 4: _try(k, Opt(OptOps.UNROLL, i, 0))
+    if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4: _try(k, Opt(OptOps.UNROLL, i, 0))
   # upcast output dims that some input broadcasts along (the matmul/conv reuse pattern): values are reused from registers
   upcasted = 0
   for _ in range(2):
@@ -75,7 +77,7 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   def unroll(d: int, amt: int) -> bool: return d in k.dims("r") and _try(k, Opt(OptOps.UNROLL, k.dims("r").index(d), amt))
   # small reduce dims (a 3x3 window) are unrolled into registers
   for d in reversed(k.dims("r")):
-    if k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
+    if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
   loads, outs = _load_sts(k), _out_sts(k)
   # the lane dim: the innermost output dim contiguous in the output
   lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
@@ -113,7 +115,7 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     if rows is not None and len(g) >= 2 and g.index(rows) == 0:
       rest = prod(k.full_shape[x] for x in g[1:])
       for amt in (16, 8):
-        if rest >= 16 and fits(rows, amt) and k.full_shape[rows] >= 2 * amt and _try(k, Opt(OptOps.TILE, 0, amt)): break
+        if isinstance(rest, int) and rest >= 16 and fits(rows, amt) and k.full_shape[rows] >= 2 * amt and _try(k, Opt(OptOps.TILE, 0, amt)): break
     return k
   if red and any(s == 1 for s in strides(red[-1], loads)):
     # a reduce along contiguous memory (sum, softmax, A @ B.T): vector accumulators combined after the loop; output
@@ -122,7 +124,7 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     w = next((w for w in widths if fits(d, w)), None)
     if w is not None and unroll(d, w):
       # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
-      for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g])[:2]:
+      for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]:
         if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
