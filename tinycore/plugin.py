@@ -3,11 +3,14 @@
 A backend is a module registered under the entry-point group `tinycore.backends`. It declares
 `TINYCORE_API_VERSION` (the core API it was built for) and implements these hooks with `@hookimpl`.
 Discovery is lazy and fault-tolerant: a plugin that fails to import is listed with its error and never
-breaks `import tinycore`; asking for its device raises one clear error naming plugin, device and cause."""
+breaks `import tinycore`; asking for its device raises one clear error naming plugin, device and cause.
+
+`Backend` declares a plugin's device in a few lines and makes the five hooks from it; a plugin may still write any hook
+by hand (the hookspec is the contract, `Backend` only one way to meet it)."""
 from __future__ import annotations
-import traceback
+import importlib, traceback
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, TypeVar
 import pluggy
 try: from importlib.metadata import entry_points, EntryPoint
 except ImportError: from importlib_metadata import entry_points, EntryPoint  # type: ignore[no-redef]
@@ -41,6 +44,66 @@ class BackendSpec:
   def tinycore_compiler(self, device: str) -> Compiler | None: ...
   @hookspec(firstresult=True)
   def tinycore_program(self, device: str) -> type[Program] | None: ...
+
+def device_index(device: str, name: str) -> int | None:
+  """The index n of `device` when it is `name` or `name:n` (0 for `name`), None when it names another device; a
+  DeviceError for an index that is not a number."""
+  base, _, idx = device.partition(":")
+  if base.upper() != name: return None
+  if idx and not idx.isdigit(): raise DeviceError(f"bad device {device!r}: expected {name} or {name}:n")
+  return int(idx) if idx else 0
+
+def lazy(target: str) -> Callable[..., Any]:
+  """`"package.module:function"` as a function that imports the module only when it is called, the way an entry point
+  names its object: it keeps a runtime's driver bindings out of `import plugin` and out of `python -m tinycore devices`."""
+  module, _, attr = target.partition(":")
+  def call(*args: Any, **kwargs: Any) -> Any: return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+  call.__name__ = call.__qualname__ = f"lazy({target})"
+  return call
+
+T = TypeVar("T")
+def open_once(reason: Callable[[int], str | None], make: Callable[[str, int], T]) -> Callable[[str, int], T]:
+  """`get_device(device, idx)` for a runtime: opens device number idx with `make(device, idx)` on first use and returns
+  the same object after; raises DeviceError "device X cannot be used: <reason(idx)>" when it cannot open."""
+  opened: dict[int, T] = {}
+  def get_device(device: str, idx: int) -> T:
+    if idx not in opened:
+      if (why := reason(idx)) is not None: raise DeviceError(f"device {device} cannot be used: {why}")
+      opened[idx] = make(device, idx)
+    return opened[idx]
+  return get_device
+
+@dataclass(frozen=True)
+class Backend:
+  """A plugin's device, declared once. `hookimpls()` makes the five hooks from it: each answers only for `name` and
+  `name:n`, and calls its factory with the device string and n. The factories run only when a part is built, so a plugin
+  imports its runtime inside them (or through `lazy`), and importing the plugin loads no driver."""
+  name: str
+  allocator: Callable[[str, int], Allocator]
+  renderer: Callable[[str, int], Renderer]
+  compiler: Callable[[str, int], Compiler]
+  program: Callable[[str, int], type[Program]]
+  priority: int = 0
+  check: Callable[[], str | None] = lambda: None
+  description: str = ""
+  api_version: str = API_VERSION  # the plugin's TINYCORE_API_VERSION
+
+  def index(self, device: str) -> int | None:
+    """The index of a device string of this backend, None for another backend's."""
+    return device_index(device, self.name)
+
+  def hookimpls(self) -> tuple[Callable[..., Any], ...]:
+    """tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program, in that order: bind
+    them to those names in the plugin module (the registry registers the module). To write one by hand, bind `_` instead."""
+    @hookimpl
+    def tinycore_devices() -> list[DeviceSpec]:
+      return [DeviceSpec(self.name, priority=self.priority, api_version=self.api_version, check=self.check, description=self.description)]
+    def part_hook(part: str) -> Callable[[str], Any]:
+      factory = getattr(self, part)
+      def hook(device: str) -> Any: return None if (idx := self.index(device)) is None else factory(device, idx)
+      hook.__name__ = hook.__qualname__ = f"tinycore_{part}"
+      return hookimpl(hook)
+    return (tinycore_devices, *(part_hook(part) for part in ("allocator", "renderer", "compiler", "program")))
 
 def api_compatible(plugin_api: str, core_api: str = API_VERSION) -> bool:
   """Semver: same major version, and the plugin needs no newer minor version than the core provides."""

@@ -7,20 +7,10 @@ Importing this module loads no library. Renderer and compiler need no GPU (compi
 Devices: AMD (= AMD:0), AMD:1, ... in the HIP runtime's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.plugin import Backend, lazy
 
 TINYCORE_API_VERSION = "1.0.0"
-DEVICE_NAME = "AMD"
-PRIORITY = 40
 DEFAULT_ARCH = "gfx1100"  # compile-only target when no GPU says otherwise; AMD_ARCH=gfxNNN overrides (e.g. gfx90a, gfx942)
-
-def device_index(device: str) -> int | None:
-  base, _, idx = device.partition(":")
-  if base.upper() != DEVICE_NAME: return None
-  if idx and not idx.isdigit():
-    from tinycore.device import DeviceError
-    raise DeviceError(f"bad device {device!r}: expected AMD or AMD:n")
-  return int(idx) if idx else 0
 
 def check(idx: int = 0) -> str | None:
   """None when AMD GPU `idx` can open here, else why not."""
@@ -30,7 +20,7 @@ def check(idx: int = 0) -> str | None:
 def target_arch(device: str | None = None) -> str:
   """The gfx target to compile for: $AMD_ARCH, else the opened GPU's own, else gfx1100."""
   if (env := os.getenv("AMD_ARCH")): return env
-  if device is not None and (idx := device_index(device)) is not None and check(idx) is None:
+  if device is not None and (idx := BACKEND.index(device)) is not None and check(idx) is None:
     from tinygrad_amd import runtime
     return runtime.get_device(device, idx).arch
   return DEFAULT_ARCH
@@ -43,30 +33,9 @@ def make_compiler(arch: str | None = None):
   from tinygrad_amd.compiler import AMDCompiler
   return AMDCompiler(arch or target_arch())
 
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
-                     description="HIP-style source -> clang amdgcn code object -> HIP runtime; AMD:n is the n-th GPU")]
-
-@hookimpl
-def tinycore_allocator(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_amd import runtime
-  return runtime.AMDAllocator(runtime.get_device(device, idx))
-
-@hookimpl
-def tinycore_renderer(device: str):
-  if device_index(device) is None: return None
-  return make_renderer(target_arch(device))
-
-@hookimpl
-def tinycore_compiler(device: str):
-  if device_index(device) is None: return None
-  return make_compiler(target_arch(device))
-
-@hookimpl
-def tinycore_program(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_amd import runtime
-  runtime.get_device(device, idx)
-  return runtime.AMDProgram
+BACKEND = Backend("AMD", priority=40, check=check, api_version=TINYCORE_API_VERSION,
+                  description="HIP-style source -> clang amdgcn code object -> HIP runtime; AMD:n is the n-th GPU",
+                  allocator=lazy("tinygrad_amd.runtime:allocator"), program=lazy("tinygrad_amd.runtime:program"),
+                  renderer=lambda device, idx: make_renderer(target_arch(device)),
+                  compiler=lambda device, idx: make_compiler(target_arch(device)))
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()

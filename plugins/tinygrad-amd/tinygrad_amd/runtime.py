@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 from tinycore.device import BufferSpec, DeviceError, LRUAllocator, Program
 from tinycore.helpers import prod
+from tinycore.plugin import open_once
 
 NO_HIP = "no HIP runtime (libamdhip64) found"
 LIB_NAMES = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so")
@@ -91,13 +92,7 @@ class AMDDevice:
     check("hipDeviceSynchronize", hip().hipDeviceSynchronize())
   def __repr__(self) -> str: return f"<AMDDevice {self.device} {self.arch}>"
 
-_DEVICES: dict[int, AMDDevice] = {}
-
-def get_device(device: str, idx: int) -> AMDDevice:
-  if idx not in _DEVICES:
-    if (why := unavailable_reason(idx)) is not None: raise DeviceError(f"device {device} cannot be used: {why}")
-    _DEVICES[idx] = AMDDevice(device, idx)
-  return _DEVICES[idx]
+get_device = open_once(unavailable_reason, AMDDevice)
 
 class AMDAllocator(LRUAllocator):
   """hipMalloc'd memory as integer addresses; hipMemcpy is synchronous, so copies order with launches on the null stream."""
@@ -167,3 +162,9 @@ class AMDProgram(Program):
   def __del__(self) -> None:
     try: hip().hipModuleUnload(self.module)
     except Exception: pass
+
+# the parts the plugin's hooks build; both open the GPU first, so one that cannot open fails here with its reason
+def allocator(device: str, idx: int) -> AMDAllocator: return AMDAllocator(get_device(device, idx))
+def program(device: str, idx: int) -> type[AMDProgram]:
+  get_device(device, idx)
+  return AMDProgram

@@ -7,21 +7,10 @@ Importing this module loads neither cuda-bindings nor the driver. Renderer and c
 Only the allocator and the program open the driver. Devices: CUDA (= CUDA:0), CUDA:1, ... in the driver's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.plugin import Backend, lazy
 
 TINYCORE_API_VERSION = "1.0.0"
-DEVICE_NAME = "CUDA"
-PRIORITY = 40       # above CLANG (10) and OPENCL (5): a GPU here is what the user wants by default
 DEFAULT_ARCH = "sm_80"  # compile-only target when no GPU says otherwise; CUDA_ARCH=sm_XX overrides
-
-def device_index(device: str, name: str = DEVICE_NAME) -> int | None:
-  """The CUDA device ordinal of a tinycore device string, or None when the string names another backend."""
-  base, _, idx = device.partition(":")
-  if base.upper() != name: return None
-  if idx and not idx.isdigit():
-    from tinycore.device import DeviceError
-    raise DeviceError(f"bad device {device!r}: expected {name} or {name}:n")
-  return int(idx) if idx else 0
 
 def check(idx: int = 0) -> str | None:
   """None when CUDA device `idx` can open and compile here, else the reason in words a user can act on."""
@@ -48,30 +37,11 @@ def make_compiler(arch: str | None = None, output: str = "cubin"):
   from tinygrad_cuda.compiler import NVRTCCompiler
   return NVRTCCompiler(arch or target_arch(), output)
 
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
-                     description="CUDA C -> NVRTC -> CUDA driver API; CUDA:n is the n-th GPU")]
-
-@hookimpl
-def tinycore_allocator(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_cuda import runtime
-  return runtime.CUDAAllocator(runtime.get_device(device, idx))
-
-@hookimpl
-def tinycore_renderer(device: str):
-  if device_index(device) is None: return None
-  return make_renderer(target_arch(device))
-
-@hookimpl
-def tinycore_compiler(device: str):
-  if device_index(device) is None: return None
-  return make_compiler(target_arch(device))
-
-@hookimpl
-def tinycore_program(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_cuda import runtime
-  runtime.get_device(device, idx)  # fail here, with the reason, when the GPU cannot open
-  return runtime.CUDAProgram
+# priority 40: above CLANG (10) and OPENCL (5), a GPU here is what the user wants by default
+BACKEND = Backend("CUDA", priority=40, check=check, api_version=TINYCORE_API_VERSION,
+                  description="CUDA C -> NVRTC -> CUDA driver API; CUDA:n is the n-th GPU",
+                  allocator=lazy("tinygrad_cuda.runtime:allocator"), program=lazy("tinygrad_cuda.runtime:program"),
+                  renderer=lambda device, idx: make_renderer(target_arch(device)),
+                  compiler=lambda device, idx: make_compiler(target_arch(device)))
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
+device_index = BACKEND.index

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 from tinycore.device import BufferSpec, DeviceError, LRUAllocator, Program
 from tinycore.helpers import prod
+from tinycore.plugin import open_once
 
 NO_DRIVER = "no libcuda.so: the NVIDIA driver is not installed"
 
@@ -71,14 +72,7 @@ class CUDADevice:
     cu("cuCtxSynchronize", _driver().cuCtxSynchronize())
   def __repr__(self) -> str: return f"<CUDADevice {self.device} {self.name!r} {self.arch}>"
 
-_DEVICES: dict[int, CUDADevice] = {}
-
-def get_device(device: str, idx: int) -> CUDADevice:
-  """The opened GPU number `idx`; DeviceError with the reason when it cannot open."""
-  if idx not in _DEVICES:
-    if (why := unavailable_reason(idx)) is not None: raise DeviceError(f"device {device} cannot be used: {why}")
-    _DEVICES[idx] = CUDADevice(device, idx)
-  return _DEVICES[idx]
+get_device = open_once(unavailable_reason, CUDADevice)  # (device, idx) -> the opened GPU, or DeviceError with the reason
 
 def _host_addr(mv: memoryview) -> tuple[int, np.ndarray]:
   """Address of a (possibly read-only) host buffer, and the array keeping it alive."""
@@ -149,3 +143,9 @@ class CUDAProgram(Program):
   def __del__(self) -> None:
     try: _driver().cuModuleUnload(self.module)
     except Exception: pass
+
+# the parts the plugin's hooks build; both open the GPU first, so one that cannot open fails here with its reason
+def allocator(device: str, idx: int) -> CUDAAllocator: return CUDAAllocator(get_device(device, idx))
+def program(device: str, idx: int) -> type[CUDAProgram]:
+  get_device(device, idx)
+  return CUDAProgram

@@ -8,19 +8,9 @@ On macOS make_compiler() is Apple's compiler; elsewhere it is metal-syntax-check
 a syntax and type check only."""
 from __future__ import annotations
 import sys
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.plugin import Backend, lazy
 
 TINYCORE_API_VERSION = "1.0.0"
-DEVICE_NAME = "METAL"
-PRIORITY = 40
-
-def device_index(device: str) -> int | None:
-  base, _, idx = device.partition(":")
-  if base.upper() != DEVICE_NAME: return None
-  if idx and not idx.isdigit():
-    from tinycore.device import DeviceError
-    raise DeviceError(f"bad device {device!r}: expected METAL or METAL:n")
-  return int(idx) if idx else 0
 
 def check(idx: int = 0) -> str | None:
   if sys.platform != "darwin": return "Metal needs macOS"
@@ -37,33 +27,13 @@ def make_compiler(device: str | None = None, syntax_check: bool | None = None):
   if syntax_check is None: syntax_check = sys.platform != "darwin"
   if syntax_check: return compiler.MetalSyntaxCheckCompiler()
   dev = None
-  if device is not None and (idx := device_index(device)) is not None and check(idx) is None:
+  if device is not None and (idx := BACKEND.index(device)) is not None and check(idx) is None:
     from tinygrad_metal import runtime
     dev = runtime.get_device(device, idx)
   return compiler.MetalCompiler(dev)
 
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
-                     description="Metal Shading Language -> Metal framework (PyObjC); macOS only")]
-
-@hookimpl
-def tinycore_allocator(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_metal import runtime
-  return runtime.MetalAllocator(runtime.get_device(device, idx))
-
-@hookimpl
-def tinycore_renderer(device: str):
-  return None if device_index(device) is None else make_renderer()
-
-@hookimpl
-def tinycore_compiler(device: str):
-  return None if device_index(device) is None else make_compiler(device)
-
-@hookimpl
-def tinycore_program(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_metal import runtime
-  runtime.get_device(device, idx)
-  return runtime.MetalProgram
+BACKEND = Backend("METAL", priority=40, check=check, api_version=TINYCORE_API_VERSION,
+                  description="Metal Shading Language -> Metal framework (PyObjC); macOS only",
+                  allocator=lazy("tinygrad_metal.runtime:allocator"), program=lazy("tinygrad_metal.runtime:program"),
+                  renderer=lambda device, idx: make_renderer(), compiler=lambda device, idx: make_compiler(device))
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()

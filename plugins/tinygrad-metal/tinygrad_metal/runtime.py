@@ -8,6 +8,7 @@ import functools, os, struct, sys, tempfile
 from typing import Any, Sequence
 from tinycore.device import BufferSpec, CompileError, DeviceError, LRUAllocator, Program
 from tinycore.helpers import prod
+from tinycore.plugin import open_once
 from tinygrad_metal.renderer import METAL_STD
 
 def _metal():
@@ -38,13 +39,7 @@ class MetalDevice:
     self.in_flight.clear()
   def __repr__(self) -> str: return f"<MetalDevice {self.device} {self.dev.name()}>"
 
-_DEVICES: dict[int, MetalDevice] = {}
-
-def get_device(device: str, idx: int) -> MetalDevice:
-  if idx not in _DEVICES:
-    if (why := unavailable_reason(idx)) is not None: raise DeviceError(f"device {device} cannot be used: {why}")
-    _DEVICES[idx] = MetalDevice(device, idx)
-  return _DEVICES[idx]
+get_device = open_once(unavailable_reason, MetalDevice)
 
 def library_from_source(dev: MetalDevice, src: str) -> Any:
   Metal = _metal()
@@ -113,3 +108,9 @@ class MetalProgram(Program):
     cb.waitUntilCompleted()
     if cb.error() is not None: raise DeviceError(f"{self.name} failed on the GPU: {cb.error()}")
     return float(cb.GPUEndTime() - cb.GPUStartTime())
+
+# the parts the plugin's hooks build; both open the GPU first, so one that cannot open fails here with its reason
+def allocator(device: str, idx: int) -> MetalAllocator: return MetalAllocator(get_device(device, idx))
+def program(device: str, idx: int) -> type[MetalProgram]:
+  get_device(device, idx)
+  return MetalProgram

@@ -7,20 +7,10 @@ Importing this module loads nothing from NVIDIA. Renderer and compiler need no G
 Devices: NV (= NV:0), NV:1, ... the same GPUs CUDA:n names, in the driver's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.plugin import Backend, lazy
 
 TINYCORE_API_VERSION = "1.0.0"
-DEVICE_NAME = "NV"
-PRIORITY = 35       # just below CUDA: both drive the same GPU, CUDA C through NVRTC is the more travelled path for now
 DEFAULT_ARCH = "sm_80"
-
-def device_index(device: str) -> int | None:
-  base, _, idx = device.partition(":")
-  if base.upper() != DEVICE_NAME: return None
-  if idx and not idx.isdigit():
-    from tinycore.device import DeviceError
-    raise DeviceError(f"bad device {device!r}: expected NV or NV:n")
-  return int(idx) if idx else 0
 
 def check(idx: int = 0) -> str | None:
   """None when GPU `idx` can open here and ptxas is there to assemble for it, else why not."""
@@ -32,7 +22,7 @@ def check(idx: int = 0) -> str | None:
 def target_arch(device: str | None = None) -> str:
   """$CUDA_ARCH, else the opened GPU's sm_XX, else sm_80."""
   if (env := os.getenv("CUDA_ARCH")): return env if env.startswith("sm_") else f"sm_{env.replace('.', '')}"
-  if device is not None and (idx := device_index(device)) is not None and check(idx) is None:
+  if device is not None and (idx := BACKEND.index(device)) is not None and check(idx) is None:
     from tinygrad_nv import runtime
     return runtime.device_arch(device, idx)
   return DEFAULT_ARCH
@@ -46,27 +36,10 @@ def make_compiler(arch: str | None = None):
   from tinygrad_cuda.compiler import PTXASCompiler
   return PTXASCompiler(arch or target_arch())
 
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec(DEVICE_NAME, priority=PRIORITY, api_version=TINYCORE_API_VERSION, check=check,
-                     description="PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU")]
-
-@hookimpl
-def tinycore_allocator(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_nv import runtime
-  return runtime.allocator(device, idx)
-
-@hookimpl
-def tinycore_renderer(device: str):
-  return None if device_index(device) is None else make_renderer(target_arch(device))
-
-@hookimpl
-def tinycore_compiler(device: str):
-  return None if device_index(device) is None else make_compiler(target_arch(device))
-
-@hookimpl
-def tinycore_program(device: str):
-  if (idx := device_index(device)) is None: return None
-  from tinygrad_nv import runtime
-  return runtime.program_class(device, idx)
+# priority 35, just below CUDA: both drive the same GPU, CUDA C through NVRTC is the more travelled path for now
+BACKEND = Backend("NV", priority=35, check=check, api_version=TINYCORE_API_VERSION,
+                  description="PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU",
+                  allocator=lazy("tinygrad_nv.runtime:allocator"), program=lazy("tinygrad_nv.runtime:program_class"),
+                  renderer=lambda device, idx: make_renderer(target_arch(device)),
+                  compiler=lambda device, idx: make_compiler(target_arch(device)))
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()

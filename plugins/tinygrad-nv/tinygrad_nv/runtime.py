@@ -17,10 +17,9 @@ def device_arch(device: str, idx: int) -> str:
 
 def allocator(device: str, idx: int) -> Allocator:
   from tinygrad_cuda import runtime
-  return runtime.CUDAAllocator(runtime.get_device(device, idx))
+  return runtime.allocator(device, idx)
 
 def program_class(device: str, idx: int) -> type[Program]:
   """The Program class for cubins on this GPU (it reads the ordinal from 'NV:n'); raises DeviceError when it cannot open."""
   from tinygrad_cuda import runtime
-  runtime.get_device(device, idx)
-  return runtime.CUDAProgram
+  return runtime.program(device, idx)

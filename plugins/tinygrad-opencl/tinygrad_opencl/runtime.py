@@ -7,6 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 import pyopencl as cl
 from tinycore.device import BufferSpec, CompileError, Compiler, DeviceError, LRUAllocator, Program
+from tinycore.plugin import device_index
+from tinygrad_opencl.renderer import OpenCLRenderer
 
 NO_PLATFORM = "no OpenCL platform found (install an ICD such as pocl-opencl-icd)"
 
@@ -125,8 +127,7 @@ class CLProgram(Program):
   enqueued is global_size*local_size. With local_size=None, global_size is the total and OpenCL picks the groups."""
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    from tinygrad_opencl import device_index
-    idx = device_index(device)
+    idx = device_index(device, "OPENCL")
     if idx is None: raise DeviceError(f"CLProgram given non-OpenCL device {device!r}")
     self.dev = get_device(device, idx)
     try:
@@ -149,3 +150,12 @@ class CLProgram(Program):
     if not wait: return None
     ev.wait()
     return (ev.profile.end - ev.profile.start) * 1e-9
+
+# *** the parts the plugin's hooks build, each for the opened device ***
+
+def allocator(device: str, idx: int) -> CLAllocator: return CLAllocator(get_device(device, idx))
+def compiler(device: str, idx: int) -> CLCompiler: return CLCompiler(get_device(device, idx))
+def renderer(device: str, idx: int) -> OpenCLRenderer: return OpenCLRenderer.for_device(get_device(device, idx))
+def program(device: str, idx: int) -> type[CLProgram]:
+  get_device(device, idx)
+  return CLProgram
