@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 from tinycore.device import Allocator, BufferSpec, Compiler, Program
 from tinycore.dtype import dtypes
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.plugin import Backend
 from tinycore.renderer import Renderer
 from tinycore.uop.uop import UOp
 
@@ -65,18 +65,11 @@ class MyProgram(Program):
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
     raise todo(5, "MyProgram.__call__: launch the kernel")
 
-def _mine(device: str) -> bool: return device.split(":")[0] == DEVICE
+# *** the hooks tinycore calls, made from one declaration: each answers only for MYACCEL and MYACCEL:n, calling its
+# factory with the device string and n (build per-device state there). A hook that needs more than a factory: bind `_`
+# in its place below and write it by hand with @hookimpl from tinycore.plugin. ***
 
-# *** the hooks tinycore calls. Each returns None for devices that are not this plugin's. ***
-
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec(DEVICE, priority=1, api_version=TINYCORE_API_VERSION, check=available, description="MyAccel (template)")]
-@hookimpl
-def tinycore_allocator(device: str) -> Allocator | None: return MyAllocator() if _mine(device) else None
-@hookimpl
-def tinycore_renderer(device: str) -> Renderer | None: return MyRenderer() if _mine(device) else None
-@hookimpl
-def tinycore_compiler(device: str) -> Compiler | None: return MyCompiler() if _mine(device) else None
-@hookimpl
-def tinycore_program(device: str) -> type[Program] | None: return MyProgram if _mine(device) else None
+BACKEND = Backend(DEVICE, priority=1, check=available, api_version=TINYCORE_API_VERSION, description="MyAccel (template)",
+                  allocator=lambda device, idx: MyAllocator(), renderer=lambda device, idx: MyRenderer(),
+                  compiler=lambda device, idx: MyCompiler(), program=lambda device, idx: MyProgram)
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
