@@ -149,12 +149,21 @@ def test_python_device_replay():
 
 def test_bound_variable_is_passed_to_kernels():
   """A bound Variable among the arguments reaches the captured kernels' var_vals; a different binding of the same
-  Variable is accepted on replay. (Kernels over a symbolic shape need the core's symbolic support: see docs/jit.md.)"""
+  Variable is accepted on replay. (Kernels over a symbolic shape: test/test_symbolic_jit.py.)"""
   v = Variable("n", 1, 10)
   @TinyJit
   def f(x: Tensor, n) -> Tensor: return (x + 1).sum()
   for i in range(1, 4): assert f(Tensor([1.0, 2.0]), v.bind(i)).item() == 5
   with pytest.raises(JitError, match="Variables"): f(Tensor([1.0, 2.0]), Variable("m", 1, 10).bind(2))
+
+def test_bound_variable_argument_sizes_a_view(device):
+  """A bound Variable passed as an argument (not inside an input's shape) sizes a view made inside the function;
+  each replay takes its new value."""
+  v = Variable("n", 1, 8)
+  @TinyJit
+  def f(x: Tensor, n) -> Tensor: return (x[:n] * 2).sum()
+  x = Tensor(np.arange(8, dtype=np.float32)).realize()
+  for i in (3, 5, 8, 1, 6): assert f(x, v.bind(i)).item() == 2 * sum(range(i))
 
 def test_nested_jit_replay_is_recorded_by_outer_capture():
   @TinyJit

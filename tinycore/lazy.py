@@ -8,18 +8,40 @@ from tinycore.device import Buffer
 from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
-from tinycore.uop.uop import sint
+from tinycore.uop.uop import UOp, sint
+
+def merge_var_vals(*ds: dict[UOp, int]) -> dict[UOp, int]:
+  """The union of several Variable bindings; one Variable bound to two values is an error."""
+  out: dict[UOp, int] = {}
+  for d in ds:
+    for v, x in d.items():
+      if out.setdefault(v, x) != x: raise ValueError(f"Variable {v.expr} is bound to both {out[v]} and {x} in one computation")
+  return out
+
+def _srcs_vals(lbs: tuple[LazyBuffer, ...]) -> dict[UOp, int]:
+  ds = [lb.var_vals for lb in lbs if lb.var_vals]
+  return {} if not ds else ds[0] if len(ds) == 1 else merge_var_vals(*ds)
 
 class LazyBuffer:
+  # the values bound to the Variables (symbolic sizes) this buffer's ShapeTracker uses; the scheduler collects them
+  # from the graph. Only a symbolic buffer has an entry of its own: the class attribute is the shared empty default.
+  var_vals: dict[UOp, int] = {}
+
   def __init__(self, device: str, st: ShapeTracker, dtype: DType, op: Ops | None = None, arg: Any = None,
-               srcs: tuple[LazyBuffer, ...] = (), base: LazyBuffer | None = None):
+               srcs: tuple[LazyBuffer, ...] = (), base: LazyBuffer | None = None, var_vals: dict[UOp, int] | None = None):
     self.device, self.st, self.dtype, self.shape = device, st, dtype, st.shape
     self.size = st.size
     self._base = base
+    if var_vals:
+      # only the values this tracker uses: a stale binding must not travel on with data that no longer depends on it
+      need = st.vars()
+      if (vals := {v: x for v, x in var_vals.items() if v in need}): self.var_vals = vals
     if base is None:
-      # a base: it owns the buffer that its op writes (allocated when the schedule runs)
+      # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
+      # room of its largest value, and kernels write the part the bound values select
       self.op, self.arg, self.srcs = op, arg, srcs
-      self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else Buffer(device, prod(self.shape) if all_int(self.shape) else 0, dtype)
+      self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else \
+        Buffer(device, prod(self.shape) if all_int(self.shape) else int(prod(self.shape).vmax), dtype)
       self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
@@ -40,8 +62,9 @@ class LazyBuffer:
 
   # *** creation ***
   @staticmethod
-  def metaop(op: Ops, shape: tuple[sint, ...], dtype: DType, device: str, arg: Any = None, srcs: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
-    return LazyBuffer(device, ShapeTracker.from_shape(shape), dtype, op, arg, srcs)
+  def metaop(op: Ops, shape: tuple[sint, ...], dtype: DType, device: str, arg: Any = None, srcs: tuple[LazyBuffer, ...] = (),
+             var_vals: dict[UOp, int] | None = None) -> LazyBuffer:
+    return LazyBuffer(device, ShapeTracker.from_shape(shape), dtype, op, arg, srcs, var_vals=var_vals if var_vals is not None else _srcs_vals(srcs))
   @staticmethod
   def from_buffer(buf: Buffer, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
     return LazyBuffer(buf.device, ShapeTracker.from_shape(shape if shape is not None else (buf.size,)), buf.dtype, Ops.BUFFER, None, ())._own(buf)
@@ -49,7 +72,7 @@ class LazyBuffer:
     self.buffer = buf
     return self
   def const(self, val: Any, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
-    return LazyBuffer.const_of(val, self.dtype, self.device, self.shape if shape is None else shape)
+    return LazyBuffer.const_of(val, self.dtype, self.device, self.shape if shape is None else shape).bind(self.var_vals)
   @staticmethod
   def const_of(val: Any, dtype: DType, device: str, shape: tuple[sint, ...]) -> LazyBuffer:
     c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val)
@@ -64,7 +87,7 @@ class LazyBuffer:
     return LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
   def copy_to_device(self, device: str) -> LazyBuffer:
     if device == self.device: return self
-    if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape)
+    if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape).bind(self.var_vals)
     # the source must exist as a whole buffer of its own before it can be copied
     return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(self.contiguous(),))
   def assign(self, x: LazyBuffer) -> LazyBuffer:
@@ -73,7 +96,16 @@ class LazyBuffer:
     if self.dtype != x.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
     if self.device != x.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
     if self._base is not None or not self.st.contiguous: raise ValueError("assign target must be a contiguous base buffer")
-    return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (self, x))
+    return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (self, x), var_vals=_srcs_vals((self, x)))
+  def rebind(self, var_vals: dict[UOp, int]) -> None:
+    """Take new values for the Variables this realized buffer (and its view) already has: a replayed TinyJit wrote
+    the results for those values into it."""
+    for lb in (self, self.base):
+      if lb.var_vals: lb.var_vals = {v: var_vals.get(v, x) for v, x in lb.var_vals.items()}
+  def bind(self, var_vals: dict[UOp, int]) -> LazyBuffer:
+    """This buffer with values for Variables of its shape (the bound Variables a Tensor method was given)."""
+    if not var_vals or all(self.var_vals.get(v) == x for v, x in var_vals.items()): return self
+    return LazyBuffer(self.device, self.st, self.dtype, base=self.base, var_vals=merge_var_vals(self.var_vals, var_vals))
 
   # *** compute ***
   def alu(self, op: Ops, *srcs: LazyBuffer) -> LazyBuffer:
@@ -87,7 +119,7 @@ class LazyBuffer:
     if self.dtype == dtype: return self
     if bitcast and self.dtype.itemsize != dtype.itemsize: raise TypeError(f"bitcast needs equal sizes: {self.dtype} -> {dtype}")
     if self.is_unrealized_const() and not bitcast and all(v.mask is None for v in self.st.views):
-      return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape)
+      return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape).bind(self.var_vals)
     return LazyBuffer.metaop(Ops.BITCAST if bitcast else Ops.CAST, self.shape, dtype, self.device, srcs=(self,))
   def reduce(self, op: Ops, axis: tuple[int, ...]) -> LazyBuffer:
     """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1."""
@@ -102,7 +134,7 @@ class LazyBuffer:
     # an empty view of something non-empty needs none of its data
     if st.size == 0 and self.size != 0 and all_int(st.shape) and self.base.op is not Ops.CONST:
       return LazyBuffer.const_of(0, self.dtype, self.device, st.shape)
-    return LazyBuffer(self.device, st, self.dtype, base=self.base)
+    return LazyBuffer(self.device, st, self.dtype, base=self.base, var_vals=self.var_vals)
   def reshape(self, shape: tuple[sint, ...]) -> LazyBuffer: return self if shape == self.shape else self._view(self.st.reshape(shape))
   def permute(self, axis: tuple[int, ...]) -> LazyBuffer:
     return self if axis == tuple(range(len(axis))) else self._view(self.st.permute(axis))

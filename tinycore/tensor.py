@@ -14,11 +14,11 @@ import tinycore.function as F
 from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, from_np_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import argfix, prod, all_int, make_tuple, flatten, ceildiv
-from tinycore.lazy import LazyBuffer
+from tinycore.lazy import LazyBuffer, merge_var_vals
 from tinycore.ops import Ops
-from tinycore.engine.schedule import ScheduleItem, create_schedule
+from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
-from tinycore.uop.uop import UOp, BoundVariable, sint
+from tinycore.uop.uop import UOp, BoundVariable, sint, sym_infer, ssimplify
 
 def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
@@ -51,6 +51,14 @@ def _sym(x: Any) -> Any:
   """A shape entry: ints stay ints, a bound Variable becomes its Variable (a symbolic size)."""
   return x.var if isinstance(x, BoundVariable) else x
 def _is_sym(x: Any) -> bool: return isinstance(x, (UOp, BoundVariable))
+def _bound_vals(*xs: Any) -> dict[UOp, int]:
+  """The values of the bound Variables among shape arguments (nested in tuples and lists)."""
+  found = [{x.var: x.val} if isinstance(x, BoundVariable) else _bound_vals(*x) for x in xs if isinstance(x, (BoundVariable, tuple, list))]
+  return merge_var_vals(*found) if found else {}
+def _bind(t: Tensor, var_vals: dict[UOp, int]) -> Tensor:
+  """t, its lazy graph carrying the bound values (the scheduler collects them for the kernels)."""
+  if var_vals: t.lazydata = t.lazydata.bind(var_vals)
+  return t
 def _same(a: Any, b: Any) -> bool:
   """Shape entries equal without asking a symbolic value for a truth value."""
   a, b = _sym(a), _sym(b)
@@ -59,6 +67,16 @@ def _same(a: Any, b: Any) -> bool:
   from tinycore.uop.symbolic import simplify
   d = simplify(a - b) if isinstance(a, UOp) else simplify(b - a)
   return d.op is Ops.CONST and d.arg == 0
+
+def _broadcast_shape(*shapes: tuple[sint, ...]) -> tuple[sint, ...]:
+  """numpy's broadcast of shapes that may hold symbolic sizes (ValueError where they do not broadcast)."""
+  n = max((len(s) for s in shapes), default=0)
+  out: list[sint] = []
+  for dims in zip(*[(1,) * (n - len(s)) + tuple(s) for s in shapes]):
+    big = [d for d in dims if not _same(d, 1)]
+    if any(not _same(d, big[0]) for d in big): raise ValueError(f"shapes {shapes} cannot be broadcast together")
+    out.append(big[0] if big else 1)
+  return tuple(out)
 
 def _check_shape(shape: tuple, what: str = "shape") -> tuple:
   out = []
@@ -146,7 +164,7 @@ class Tensor:
     return self.ndim
   def numel(self) -> sint:
     """The number of elements."""
-    return prod(self.shape)
+    return ssimplify(prod(self.shape))
   def size(self, dim: int | None = None) -> sint | tuple[sint, ...]:
     """The shape, or the size of one dim."""
     return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
@@ -175,7 +193,7 @@ class Tensor:
     return create_schedule([t.lazydata for t in (self,) + lst])
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and the others given) now."""
-    run_schedule(self.schedule(*lst))
+    run_schedule(*create_schedule_with_vars([t.lazydata for t in (self,) + lst]))
     return self
   def contiguous(self) -> Tensor:
     """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is)."""
@@ -188,12 +206,19 @@ class Tensor:
     t.realize()
     return t.lazydata.base.buffer
   def numpy(self) -> np.ndarray:
-    """A numpy copy of the data (bfloat16 comes back as float32)."""
-    if not all_int(self.shape): raise ValueError(f"cannot copy out a tensor of symbolic shape {self.shape}")
-    if self.numel() == 0: return np.zeros(self.shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
-    arr = self._buffer().numpy()
+    """A numpy copy of the data (bfloat16 comes back as float32); a symbolic shape is resolved with its bound values."""
+    shape = self._bound_shape()
+    if prod(shape) == 0: return np.zeros(shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
+    # a symbolic buffer is allocated for the Variables' largest values: the bound ones select its first elements
+    arr = self._buffer().numpy()[:prod(shape)]
     if self.dtype == dtypes.bfloat16: arr = bf16_to_f32(arr)
-    return arr.reshape(self.shape)
+    return arr.reshape(shape)
+  def _bound_shape(self) -> tuple[int, ...]:
+    if all_int(self.shape): return self.shape
+    try: return tuple(sym_infer(s, self.lazydata.var_vals) for s in self.shape)
+    except ValueError as e:
+      shape = "(" + ", ".join(s.render() if isinstance(s, UOp) else str(s) for s in self.shape) + ")"
+      raise ValueError(f"cannot copy out a tensor of symbolic shape {shape}: {e}") from None
   def data(self) -> memoryview:
     """The data as a memoryview of its raw bytes."""
     return memoryview(self.numpy().tobytes())
@@ -244,15 +269,15 @@ class Tensor:
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return Tensor(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device)), **kwargs)
+    return Tensor(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
   @staticmethod
   def full(shape: tuple[sint, ...] | int, fill_value: Any, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given."""
-    shape = _shape_arg(shape)
+    shape, bound = _shape_arg(shape), argfix(shape)
     dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.from_py(fill_value)
     kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", None)
-    ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(shape)
+    ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(bound)
     ret.requires_grad = rg
     return ret
   @staticmethod
@@ -485,8 +510,8 @@ class Tensor:
     if any(isinstance(s, UOp) for s in new_shape + list(self.shape)):
       # symbolic: the sizes cannot be compared here; the ShapeTracker checks what it can
       if any(isinstance(s, int) and s < 0 for s in new_shape): raise ValueError(f"bad reshape target {tuple(new_shape)}: no -1 with symbolic sizes")
-      return self if all(_same(a, b) for a, b in zip(new_shape, self.shape)) and len(new_shape) == self.ndim else \
-        F.Reshape.apply(self, shape=tuple(new_shape))
+      return _bind(self if all(_same(a, b) for a, b in zip(new_shape, self.shape)) and len(new_shape) == self.ndim else
+                   F.Reshape.apply(self, shape=tuple(new_shape)), _bound_vals(shape, args))
     for s in new_shape:
       if not isinstance(s, (int, np.integer)) or s < -1: raise ValueError(f"bad reshape target {tuple(new_shape)}")
     if new_shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {tuple(new_shape)}")
@@ -509,7 +534,7 @@ class Tensor:
     out = tuple(s if _same(n, -1) else n for s, n in zip(src.shape, new_shape))
     for s, n in zip(src.shape, out):
       if not _same(s, n) and not _same(s, 1): raise ValueError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
-    return src if all(_same(a, b) for a, b in zip(out, src.shape)) else F.Expand.apply(src, shape=out)
+    return _bind(src if all(_same(a, b) for a, b in zip(out, src.shape)) else F.Expand.apply(src, shape=out), _bound_vals(shape, args))
   def broadcast_to(self, shape: Any) -> Tensor:
     """Broadcast to `shape` following numpy rules."""
     return self.expand(shape)
@@ -533,7 +558,7 @@ class Tensor:
       if isinstance(s, UOp): continue
       if not (0 <= lo_b and hi_e <= s and (isinstance(b, UOp) or isinstance(e, UOp) or b <= e)):
         raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
-    return self if all(_same(x[0], 0) and _same(x[1], s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a)
+    return _bind(self if all(_same(x[0], 0) and _same(x[1], s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a), _bound_vals(arg))
   def pad(self, padding: Sequence[Any], mode: str = "constant", value: float = 0.0) -> Tensor:
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
@@ -863,7 +888,7 @@ class Tensor:
       elif any(_is_sym(v) for v in (i.start, i.stop)) or (isinstance(size, UOp) and i == slice(None)):
         # symbolic bounds: a plain [start:stop] shrink
         if i.step not in (None, 1): raise IndexError(f"a slice with a symbolic bound cannot have a step, got {i}")
-        b, e = _sym(i.start) if i.start is not None else 0, _sym(i.stop) if i.stop is not None else size
+        b, e = i.start if i.start is not None else 0, i.stop if i.stop is not None else size  # (shrink binds bound values)
         shrink.append((b, e)); flips.append(False); strides.append(1); kinds.append("slice")  # noqa: E702
         vdim += 1
       else:
@@ -908,7 +933,7 @@ class Tensor:
     """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
     index shape, the rest dims, the flat index (negatives wrapped), its range, and whether B goes in place."""
     tdims = [d for d, _ in tensors]
-    try: bshape = tuple(np.broadcast_shapes(*[t.shape for _, t in tensors]))
+    try: bshape = _broadcast_shape(*[t.shape for _, t in tensors])
     except ValueError: raise IndexError(f"index tensors of shapes {[t.shape for _, t in tensors]} cannot be broadcast together") from None
     sizes = [x.shape[d] for d in tdims]
     pnum = prod(sizes)
@@ -1078,7 +1103,7 @@ class Tensor:
     x, m = self._broadcast_pair(m)
     return x[m]
   def _broadcast_pair(self, m: Tensor) -> tuple[Tensor, Tensor]:
-    try: shape = tuple(np.broadcast_shapes(self.shape, m.shape))
+    try: shape = _broadcast_shape(self.shape, m.shape)
     except ValueError: raise ValueError(f"mask of shape {m.shape} cannot be broadcast with {self.shape}") from None
     return self.expand(shape), m.expand(shape)
 
@@ -1250,7 +1275,7 @@ class Tensor:
     if isinstance(x, Tensor): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
     cond = self.cast(dtypes.bool)
-    try: shape = tuple(np.broadcast_shapes(cond.shape, x.shape))
+    try: shape = _broadcast_shape(cond.shape, x.shape)
     except ValueError: raise ValueError(f"where condition of shape {cond.shape} cannot be broadcast with values of shape {x.shape}") from None
     return F.Where.apply(cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape))
   def _expand_to(self, shape: tuple[int, ...]) -> Tensor:
@@ -1842,7 +1867,7 @@ class Tensor:
     if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ValueError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
-    try: np.broadcast_shapes(self.shape[:-2], w.shape[:-2])
+    try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
     except ValueError: raise ValueError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
@@ -1933,12 +1958,17 @@ class Tensor:
       o = (i - d * (k - 1) - 1) // s + 1
       if o <= 0: raise ValueError(f"kernel {k} with dilation {d} does not fit in an input of {i}")
       lead = x.shape[:-1]
-      x = x.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
-      x = x.pad(((0, 0),) * len(lead) + ((0, k * d),)).reshape(*lead, k, i + d)
-      if o * s > i + d: x = x.pad(((0, 0),) * (len(lead) + 1) + ((0, o * s - i - d),))
-      x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
-      x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o)
-      x = x.transpose(-1, -2)  # (..., o, k)
+      if d == 1 and s >= k:
+        # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
+        x = x.pad(((0, 0),) * len(lead) + ((0, o * s - i),)) if o * s > i else x.shrink(tuple((0, n) for n in lead) + ((0, o * s),))
+        x = x.reshape(*lead, o, s).shrink(tuple((0, n) for n in lead) + ((0, o), (0, k)))
+      else:
+        x = x.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
+        x = x.pad(((0, 0),) * len(lead) + ((0, k * d),)).reshape(*lead, k, i + d)
+        if o * s > i + d: x = x.pad(((0, 0),) * (len(lead) + 1) + ((0, o * s - i - d),))
+        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
+        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o)
+        x = x.transpose(-1, -2)  # (..., o, k)
       # the windowed dim's (o, k) went to the end: restore o to position ax, keep the k's gathered at the end
       nd = x.ndim
       order = list(range(nd - 2))
@@ -2161,7 +2191,7 @@ class Tensor:
     if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
     nc = self.shape[-1]
-    if Y.numel():
+    if not isinstance(Y.numel(), int) or Y.numel():
       vals = Y.detach().numpy()
       bad = vals[(vals != ignore_index) & ((vals < 0) | (vals >= nc))]
       if bad.size: raise ValueError(f"label {int(bad[0])} is out of range for {nc} classes")
@@ -2195,7 +2225,7 @@ class Tensor:
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
     if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ValueError(f"nll_loss target of shape {Y.shape} does not fit input {self.shape}")
-    if Y.numel():
+    if not isinstance(Y.numel(), int) or Y.numel():
       vals = Y.detach().numpy()
       bad = vals[((vals != ignore_index) if ignore_index is not None else np.ones_like(vals, bool)) & ((vals < 0) | (vals >= nc))]
       if bad.size: raise ValueError(f"target {int(bad[0])} is out of range for {nc} classes")

@@ -6,7 +6,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, NOOPT, BEAM, GRAPHUOPS, prod
 from tinycore.ops import Ops, GroupOp
 from tinycore.renderer import Renderer
-from tinycore.uop.uop import UOp
+from tinycore.uop.uop import UOp, sint
 from tinycore.uop.rewrite import graph_rewrite
 from tinycore.uop.symbolic import symbolic
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError  # noqa: F401
@@ -21,15 +21,17 @@ class ProgramSpec:
   src: str
   device: str
   uops: list[UOp]
-  global_size: list[int]
-  local_size: list[int] | None
+  global_size: list[sint]  # a symbolic size is evaluated from the Variables' values at launch
+  local_size: list[sint] | None
   vars: list[UOp] = field(default_factory=list)
   applied_opts: list[Opt] = field(default_factory=list)
   estimates_ops: int = 0
   display_name: str = ""
   ast: Any = None
 
-def _launch_sizes(uops: list[UOp]) -> tuple[list[int], list[int] | None]:
+def _vmax(x: sint) -> int: return x if isinstance(x, int) else int(x.vmax)
+
+def _launch_sizes(uops: list[UOp]) -> tuple[list[sint], list[sint] | None]:
   gs, ls = [1, 1, 1], [1, 1, 1]
   has_local = False
   for u in uops:
@@ -39,13 +41,14 @@ def _launch_sizes(uops: list[UOp]) -> tuple[list[int], list[int] | None]:
       has_local |= name[0] == "l"
   return gs, ls
 
-def estimate_flops(uops: list[UOp], global_size: list[int], local_size: list[int] | None) -> int:
-  """Floating-point (and other non-index) ALU ops executed, counting loop trips and threads."""
-  mult, stack, flops = prod(global_size) * prod(local_size or [1]), [], 0
+def estimate_flops(uops: list[UOp], global_size: list[sint], local_size: list[sint] | None) -> int:
+  """Floating-point (and other non-index) ALU ops executed, counting loop trips and threads (a symbolic size counts
+  as its largest value)."""
+  mult, stack, flops = prod(_vmax(x) for x in global_size) * prod(_vmax(x) for x in local_size or [1]), [], 0
   for u in uops:
     if u.op is Ops.RANGE:
       stack.append(mult)
-      mult *= int(u.src[1].arg) - int(u.src[0].arg) if u.src[1].op is Ops.CONST and u.src[0].op is Ops.CONST else 1
+      mult *= max(0, _vmax(u.src[1]) - u.src[0].vmin)
     elif u.op is Ops.ENDRANGE: mult = stack.pop()
     elif u.op in GroupOp.ALU and not dtypes.is_int(u.dtype) and u.dtype != dtypes.bool:
       flops += mult * (2 if u.op is Ops.MULACC else 1) * u.dtype.count  # a vector op does one per lane

@@ -9,7 +9,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
-from tinycore.uop.uop import UOp
+from tinycore.uop.uop import UOp, sint_to_uop, ssimplify
 from tinycore.uop.symbolic import simplify, linear_terms
 
 def _identity(op: Ops, dt) -> object:  # noqa: ANN001
@@ -24,7 +24,7 @@ def _linear_ids(k: Kernel, kind: str, prefix: str) -> dict[int, UOp]:
   groups = [dims[:len(dims) - naxes + 1]] + [[d] for d in dims[len(dims) - naxes + 1:]]
   out: dict[int, UOp] = {}
   for axis, grp in enumerate(reversed(groups)):
-    size = prod(k.full_shape[d] for d in grp)
+    size = ssimplify(prod(k.full_shape[d] for d in grp))
     sid = UOp(Ops.SPECIAL, dtypes.int32, arg=(f"{prefix}{axis}", size))
     acc = 1
     for d in reversed(grp):
@@ -71,15 +71,15 @@ def lower(k: Kernel) -> UOp:
     idxs.update(_linear_ids_group(k) if k.dims("G") else _linear_ids(k, "l", "lidx"))
   else:
     for d in k.dims("g"):
-      idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), UOp.const(dtypes.int32, k.full_shape[d])), arg=len(ranges))
+      idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
       ranges.append(idxs[d])
   # tile dims are loops inside the global ones (inside each thread where global dims are ids)
   for d in k.dims("t"):
-    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), UOp.const(dtypes.int32, k.full_shape[d])), arg=len(ranges))
+    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
     ranges.append(idxs[d])
   red_ranges = []
   for d in k.dims("r"):
-    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), UOp.const(dtypes.int32, k.full_shape[d])), arg=len(ranges))
+    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
     ranges.append(idxs[d])
     red_ranges.append(idxs[d])
   acc_ids = iter(range(1 << 30))

@@ -25,6 +25,7 @@ from tinycore.device import Buffer
 from tinycore.helpers import DEBUG, JIT
 from tinycore.engine import realize as _realize
 from tinycore.engine.realize import Runner, exec_runner
+from tinycore.lazy import merge_var_vals
 from tinycore.uop.uop import UOp, BoundVariable
 
 ReturnType = TypeVar("ReturnType")
@@ -43,15 +44,12 @@ class _capturing:
 # *** inputs ***
 
 def _inputs(args: tuple, kwargs: dict[str, Any]) -> tuple[list[tuple[str, Tensor]], dict[UOp, int]]:
-  """The Tensors among the arguments (by a readable name) and the values of the bound Variables."""
+  """The Tensors among the arguments (by a readable name) and the values of the Variables: the bound ones among
+  the arguments and those bound in the inputs' shapes (`x[:v.bind(n)]`, `Tensor.empty(v.bind(n), 784)`)."""
   named = [(f"argument {i}", a) for i, a in enumerate(args)] + [(f"keyword argument {k!r}", v) for k, v in sorted(kwargs.items())]
   tensors = [(n, a) for n, a in named if isinstance(a, Tensor)]
-  var_vals: dict[UOp, int] = {}
-  for _, a in named:
-    if isinstance(a, BoundVariable):
-      var, val = a.unbind()
-      var_vals[var] = val
-  return tensors, var_vals
+  bound = [dict([a.unbind()]) for _, a in named if isinstance(a, BoundVariable)] + [t.lazydata.var_vals for _, t in tensors if t.lazydata.var_vals]
+  return tensors, merge_var_vals(*bound) if bound else {}
 
 def _signature(t: Tensor) -> tuple:
   return (tuple(t.shape), t.dtype, t.device, t.lazydata.st)
@@ -85,6 +83,9 @@ class CapturedJit(Generic[ReturnType]):
       for b in run_bufs: b.ensure_allocated()
       exec_runner(runner, run_bufs, var_vals, jit=True)
       if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
+    # returned tensors of a symbolic shape now hold the results for these values
+    if var_vals:
+      for t in _walk_tensors(self.ret): t.lazydata.rebind(var_vals)
     return self.ret
 
 class TinyJit(Generic[ReturnType]):

@@ -11,7 +11,7 @@ from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colo
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
-from tinycore.uop.uop import UOp, pretty
+from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
   def __init__(self, display_name: str, device: str, op_estimate: int = 0):
@@ -27,10 +27,20 @@ class CompiledRunner(Runner):
     if DEBUG >= 4: print(dev.renderer.describe(p.src) if hasattr(dev.renderer, "describe") else p.src)
     self.lib = lib if lib is not None else dev.compiler.compile_cached(p.src)
     self.prg = dev.program(p.device, p.name, self.lib)
+    # launch sizes over a symbolic dim are worked out from the Variables' values on every call
+    launch = [x for x in [*p.global_size, *(p.local_size or ())] if isinstance(x, UOp)]
+    self.symbolic_launch = bool(launch)
+    self.needs = sorted(set(p.vars).union(*(x.vars() for x in launch)), key=lambda v: v.arg)  # every Variable a call takes
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
     p = self.p
-    return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size,
-                    vals=[var_vals[v] for v in p.vars] if p.vars else (), wait=wait)
+    if not p.vars and not self.symbolic_launch:
+      return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
+    if (missing := [v.expr for v in self.needs if v not in var_vals]):
+      raise ValueError(f"kernel {p.name} needs a value for the Variable {missing[0]}: bind it where the symbolic size is made "
+                       f"(Variable({missing[0]!r}, ...).bind(n))")
+    vals, gs, ls = [var_vals[v] for v in p.vars], p.global_size, p.local_size
+    if self.symbolic_launch: gs, ls = [sym_infer(x, var_vals) for x in gs], [sym_infer(x, var_vals) for x in ls] if ls is not None else None
+    return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)

@@ -13,7 +13,7 @@ from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, prod
-from tinycore.lazy import LazyBuffer
+from tinycore.lazy import LazyBuffer, merge_var_vals
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp
@@ -124,16 +124,20 @@ def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
 
 _sched_cache: dict[tuple, list[tuple[UOp, tuple, tuple, tuple]]] = {}
 
-def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer]]:
-  """A hashable description of the graph, the unrealized bases (graph order) and the realized ones it reads."""
+def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int]]:
+  """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads and the
+  values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them)."""
   graph = _graph(outs)
   pos = {b: i for i, b in enumerate(graph)}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
+  bound: list[dict[UOp, int]] = []
   for b in graph:
     srcs = []
+    if b.var_vals: bound.append(b.var_vals)
     for s in b.srcs:
       sb = s._base if s._base is not None else s
+      if s.var_vals: bound.append(s.var_vals)
       srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
     # a base's own view is always its whole shape
     desc.append((b.op, b.arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
@@ -142,16 +146,20 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   first: dict[int, int] = {}
   leaf_desc = tuple((lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list))
   out_desc = tuple((0, pos[o.base]) if o.base in pos else (2, o.base.dtype) for o in outs)
-  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list
+  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""
-  if GRAPH or DEBUG >= 5: return _create_schedule(outs)
-  key, graph, leaves = _structure(outs)
+  return create_schedule_with_vars(outs)[0]
+
+def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem], dict[UOp, int]]:
+  """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
+  key, graph, leaves, var_vals = _structure(outs)
+  if GRAPH or DEBUG >= 5: return _create_schedule(outs), var_vals
   if (cached := _sched_cache.get(key)) is not None:
     lbs = (graph, leaves)
     return [ScheduleItem(ast, tuple(lbs[r][j].buffer for r, j in bufs), tuple(lbs[r][j] for r, j in o), tuple(lbs[r][j] for r, j in i))
-            for ast, bufs, o, i in cached]
+            for ast, bufs, o, i in cached], var_vals
   sched = _create_schedule(outs)
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
@@ -159,10 +167,10 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   try:
     entry = [(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
              for si in sched]
-  except KeyError: return sched  # a buffer from outside the graph: not cacheable
+  except KeyError: return sched, var_vals  # a buffer from outside the graph: not cacheable
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
-  return sched
+  return sched, var_vals
 
 def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   graph = _graph(outs)
@@ -232,4 +240,4 @@ def mark_realized(items: list[ScheduleItem]) -> None:
     for lb in it.outputs:
       lb.op, lb.srcs, lb.arg = Ops.BUFFER, (), None
 
-__all__: list[Any] = ["ScheduleItem", "create_schedule", "mark_realized"]
+__all__: list[Any] = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "mark_realized"]

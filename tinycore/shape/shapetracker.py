@@ -22,6 +22,9 @@ class ShapeTracker:
   def size(self) -> sint: return self.views[-1].size()
   @property
   def contiguous(self) -> bool: return len(self.views) == 1 and self.views[-1].contiguous
+  def vars(self) -> frozenset[UOp]:
+    """The Variables (symbolic sizes) this tracker's views use."""
+    return _vars(self)
   def __add__(self, st: ShapeTracker) -> ShapeTracker:
     """Apply `st` (defined over this tracker's shape, read as a contiguous array) on top of this one."""
     ret = self
@@ -29,7 +32,7 @@ class ShapeTracker:
     return ret
 
   def to_indexed_uops(self, idxs: list[UOp] | None = None) -> tuple[UOp, UOp]:
-    idxs = idxs if idxs is not None else [Variable(f"idx{i}", 0, s - 1) for i, s in enumerate(self.shape)]
+    idxs = idxs if idxs is not None else [Variable(f"idx{i}", 0, _max(s) - 1) for i, s in enumerate(self.shape)]
     idx, valid = self.views[-1].to_indexed_uops(idxs)
     for view in reversed(self.views[:-1]):
       # unravel the flat index into the lower view's dims (row-major)
@@ -91,10 +94,12 @@ class ShapeTracker:
     return ShapeTracker(self.views[:-1] + (self.views[-1].shrink(arg),))
   def flip(self, arg: tuple[bool, ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].flip(arg),))
 
+def _max(s: sint) -> int: return s if isinstance(s, int) else int(s.vmax)  # an index over a symbolic dim ranges to its largest value
+
 @functools.lru_cache(maxsize=4096)
 def _real_strides(self: ShapeTracker) -> tuple[sint | None, ...]:
   if len(self.views) == 1 and self.views[-1].mask is None: return self.views[-1].strides
-  idxs = [Variable(f"idx{i}", 0, s - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, s in enumerate(self.shape)]
+  idxs = [Variable(f"idx{i}", 0, _max(s) - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, s in enumerate(self.shape)]
   idx, _ = self.to_indexed_uops(idxs)
   terms, _ = linear_terms(idx)
   out: list[sint | None] = []
@@ -103,6 +108,9 @@ def _real_strides(self: ShapeTracker) -> tuple[sint | None, ...]:
     elif v in terms: out.append(terms[v] if all(v not in t.toposort() for t in terms if t is not v) else None)
     else: out.append(None if any(v in t.toposort() for t in terms) else 0)
   return tuple(out)
+
+@functools.lru_cache(maxsize=4096)
+def _vars(st: ShapeTracker) -> frozenset[UOp]: return frozenset().union(*(v.vars() for v in st.views))
 
 def _and_clauses(u: UOp) -> list[UOp]:
   return _and_clauses(u.src[0]) + _and_clauses(u.src[1]) if u.op is Ops.AND and u.dtype == dtypes.bool else [u]

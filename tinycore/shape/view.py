@@ -4,7 +4,7 @@ import functools
 from dataclasses import dataclass
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
-from tinycore.uop.uop import UOp, sint, sint_to_uop
+from tinycore.uop.uop import UOp, sint, sint_to_uop, ssimplify
 
 @functools.cache
 def strides_for_shape(shape: tuple[sint, ...]) -> tuple[sint, ...]:
@@ -41,6 +41,10 @@ class View:
     return View(shape, strides, offset, mask, contiguous)
 
   def size(self) -> sint: return prod(self.shape)
+  def vars(self) -> set[UOp]:
+    """The Variables in this view's shape, strides, offset and mask."""
+    xs = [*self.shape, *self.strides, self.offset, *(x for m in (self.mask or ()) for x in m)]
+    return set().union(*(x.vars() for x in xs if isinstance(x, UOp)))
 
   def to_indexed_uops(self, idxs: list[UOp], valid: UOp | None = None) -> tuple[UOp, UOp]:
     """The buffer index and the validity condition of the element at position `idxs`."""
@@ -71,8 +75,9 @@ class View:
     if self.mask is not None:
       moved = tuple((_smax(0, _smin(mb - b, e - b)), _smax(0, _smin(me - b, e - b))) for (mb, me), (b, e) in zip(self.mask, arg))
       mask = moved if mask is None else tuple((_smax(a0, b0), _smin(a1, b1)) for (a0, a1), (b0, b1) in zip(moved, mask))
-    offset = self.offset + sum(st * b for st, (b, _) in zip(self.strides, arg))
-    return View.create(tuple(e - b for b, e in arg), self.strides, offset, mask)
+    offset = ssimplify(self.offset + sum(st * b for st, (b, _) in zip(self.strides, arg)))
+    # symbolic sizes are simplified here: `bs - 0` must stay `bs` for shapes to compare equal
+    return View.create(tuple(e if isinstance(b, int) and b == 0 else ssimplify(e - b) for b, e in arg), self.strides, offset, mask)
 
   def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> View: return self._resize(arg)
 

@@ -153,7 +153,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
   if dtypes.is_float(u.dtype): return -math.inf, math.inf
   if u.op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
   if u.op is Ops.RANGE: return s[0].vmin, s[1].vmax - 1
-  if u.op is Ops.SPECIAL: return 0, u.arg[1] - 1
+  if u.op is Ops.SPECIAL: return 0, (u.arg[1].vmax if isinstance(u.arg[1], UOp) else u.arg[1]) - 1
   if u.op is Ops.ADD: return s[0].vmin + s[1].vmin, s[0].vmax + s[1].vmax
   if u.op is Ops.MUL:
     vals = [s[0].vmin * s[1].vmin, s[0].vmin * s[1].vmax, s[0].vmax * s[1].vmin, s[0].vmax * s[1].vmax]
@@ -184,6 +184,17 @@ def smax(*xs: sint) -> sint:
   syms = [x for x in xs if isinstance(x, UOp)]
   if not syms: return max(ints)
   return functools.reduce(lambda a, b: a.maximum(b), syms + ([syms[0].const_like(max(ints))] if ints else [])).simplify()
+def sym_infer(x: sint, var_vals: dict[UOp, int]) -> int:
+  """The value of a symbolic size for the given values of its Variables."""
+  if isinstance(x, int): return x
+  vals: dict[UOp, Any] = {}
+  for u in x.toposort():
+    if u.op is Ops.CONST: vals[u] = u.arg
+    elif u.op is Ops.DEFINE_VAR:
+      if u not in var_vals: raise ValueError(f"Variable {u.expr} has no value: bind it (Variable({u.expr!r}, ...).bind(n)) to use {x.render()}")
+      vals[u] = var_vals[u]
+    else: vals[u] = python_alu(u.op, u.dtype, *[vals[s] for s in u.src])
+  return int(vals[x])
 def sint_to_uop(x: sint) -> UOp: return UOp.const(dtypes.int32, x) if isinstance(x, int) else x
 def resolve(x: Any, default: bool = True) -> bool:
   """A python bool from a possibly symbolic condition; `default` where the bounds cannot decide."""

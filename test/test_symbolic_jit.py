@@ -1,0 +1,137 @@
+"""Symbolic shapes: a batch size Variable bound per call (`x[:v.bind(n)]`) runs the same compiled kernels for every n,
+plainly realized and under TinyJit, with results equal to numpy for each n."""
+import numpy as np
+import pytest
+from tinycore import Tensor, TinyJit, Variable, GlobalCounters, nn
+from tinycore.engine.realize import method_cache
+
+rng = np.random.default_rng(0)
+SIZES = (3, 8, 1, 16, 5)
+
+def close(a: np.ndarray, b: np.ndarray, tol: float = 1e-5) -> None:
+  assert a.shape == b.shape, (a.shape, b.shape)
+  np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+def test_elementwise(device):
+  X = rng.standard_normal((16, 5)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  for n in SIZES:
+    x = xt[:v.bind(n)]
+    assert x.shape == (v, 5)
+    close(((x * 2 + 1).exp() - x.relu()).numpy(), np.exp(X[:n] * 2 + 1) - np.maximum(X[:n], 0))
+
+def test_reduce_over_symbolic_and_fixed_axis(device):
+  X = rng.standard_normal((16, 6)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  for n in SIZES:
+    x = xt[:v.bind(n)]
+    close(x.sum(0).numpy(), X[:n].sum(0))
+    close(x.max(0).numpy(), X[:n].max(0))
+    close(x.sum(1).numpy(), X[:n].sum(1))
+    close(x.softmax(-1).numpy(), np.exp(X[:n]) / np.exp(X[:n]).sum(1, keepdims=True))
+
+def test_matmul_symbolic_batch(device):
+  X, W = rng.standard_normal((16, 7)).astype(np.float32), rng.standard_normal((7, 9)).astype(np.float32)
+  xt, wt, v = Tensor(X).realize(), Tensor(W).realize(), Variable("bs", 1, 16)
+  for n in SIZES: close((xt[:v.bind(n)] @ wt).numpy(), X[:n] @ W)
+
+def test_creation_with_bound_variable(device):
+  v = Variable("bs", 1, 8)
+  for n in (2, 7):
+    assert Tensor.ones(v.bind(n), 3).numpy().tolist() == [[1.0] * 3] * n
+    assert (Tensor.full((v.bind(n), 2), 4.0) + 1).tolist() == [[5.0] * 2] * n
+    assert Tensor.empty(v.bind(n), 4).numpy().shape == (n, 4)
+    x = Tensor.arange(8).reshape(8, 1).shrink(((0, v.bind(n)), None))
+    assert x.reshape(v.bind(n)).tolist() == list(range(n))
+
+def test_kernels_are_reused_across_sizes(device):
+  xt, v = Tensor(rng.standard_normal((16, 4)).astype(np.float32)).realize(), Variable("bs", 1, 16)
+  (xt[:v.bind(2)] * 3).sum(1).numpy()
+  before = len(method_cache)
+  for n in SIZES: close((xt[:v.bind(n)] * 3).sum(1).numpy(), xt.numpy()[:n].sum(1) * 3)
+  assert len(method_cache) == before
+
+def test_kernel_name_shows_the_variable():
+  v = Variable("bs", 1, 16)
+  xt = Tensor(np.ones((16, 4), np.float32)).realize()
+  (xt[:v.bind(3)] * 5).sum(0).realize()
+  assert any("bs" in r.p.name and "UOp" not in r.p.name for r in method_cache.values())
+
+def test_shrink_keeps_the_variable():
+  v = Variable("bs", 1, 16)
+  assert Tensor.empty(16, 4)[:v.bind(3)].shape == (v, 4)
+  assert Tensor.empty(16, 4).shrink(((0, v), None)).shape == (v, 4)
+
+def test_unbound_variable_is_an_error(device):
+  v = Variable("bs", 1, 8)
+  with pytest.raises(ValueError, match="bs"): Tensor.ones(v, 3).numpy()
+  with pytest.raises(ValueError, match="needs a value for the Variable bs"): (Tensor.ones(v, 3) * 2).realize()
+
+def test_value_out_of_range_is_an_error():
+  v = Variable("bs", 1, 8)
+  with pytest.raises(ValueError, match=r"out of range \[1, 8\]"): v.bind(9)
+  with pytest.raises(ValueError, match=r"out of range \[1, 8\]"): v.bind(0)
+
+def test_one_variable_bound_to_two_values_is_an_error():
+  v, xt = Variable("bs", 1, 8), Tensor.ones(8, 2).contiguous().realize()
+  with pytest.raises(ValueError, match="bs is bound to both 3 and 4"): (xt[:v.bind(3)] + xt[:v.bind(4)]).realize()
+
+# *** TinyJit ***
+
+def test_jit_forward_with_symbolic_inputs(device):
+  W = rng.standard_normal((4, 3)).astype(np.float32)
+  wt, v = Tensor(W).realize(), Variable("bs", 1, 32)
+  @TinyJit
+  def f(x: Tensor) -> Tensor: return (x @ wt).relu() + 1
+  for n in (2, 5, 7):  # warm-up and capture
+    f(Tensor.full((v.bind(n), 4), float(n)))
+  kernels = len(f.jit_cache)
+  for n in (1, 32, 9, 20):
+    x = Tensor.full((v.bind(n), 4), float(n)).realize()
+    GlobalCounters.reset()
+    compiled = len(method_cache)
+    out = f(x)
+    assert GlobalCounters.kernel_count == kernels and len(method_cache) == compiled
+    close(out.numpy(), np.maximum(np.full((n, 4), n, np.float32) @ W, 0) + 1)
+
+def _np_mlp_step(w: list[np.ndarray], x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, list[np.ndarray]]:
+  """Linear-relu-linear, softmax cross entropy (mean) and plain SGD, by hand."""
+  w1, b1, w2, b2 = w
+  h = x @ w1.T + b1
+  a = np.maximum(h, 0)
+  z = a @ w2.T + b2
+  p = np.exp(z - z.max(1, keepdims=True))
+  p /= p.sum(1, keepdims=True)
+  rows = np.arange(len(y))
+  loss = -np.log(p[rows, y]).mean()
+  dz = p
+  dz[rows, y] -= 1
+  dz /= len(y)
+  dh = (dz @ w2) * (h > 0)
+  grads = [dh.T @ x, dh.sum(0), dz.T @ a, dz.sum(0)]
+  return float(loss), [p_ - lr * g for p_, g in zip(w, grads)]
+
+def test_jit_train_step_for_several_batch_sizes(device):
+  N, D, H, C, lr = 32, 12, 16, 5, 0.1
+  X, Y = rng.standard_normal((N, D)).astype(np.float32), rng.integers(0, C, N).astype(np.int32)
+  l1, l2 = nn.Linear(D, H), nn.Linear(H, C)
+  params = [l1.weight, l1.bias, l2.weight, l2.bias]
+  w = [p.numpy() for p in params]
+  opt = nn.optim.SGD(params, lr=lr)
+  xt, yt, v = Tensor(X).realize(), Tensor(Y).realize(), Variable("bs", 1, N)
+  @TinyJit
+  @Tensor.train()
+  def step(x: Tensor, y: Tensor) -> Tensor:
+    opt.zero_grad()
+    # the loss is realized before the step overwrites the weights it reads
+    loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward().realize()
+    opt.step()
+    return loss
+  compiled = None
+  for i, n in enumerate((4, 7, 16, 3, 32, 1, 9)):
+    if i == 2: compiled = len(method_cache)  # after the capture
+    loss = step(xt[:v.bind(n)], yt[:v.bind(n)])
+    ref, w = _np_mlp_step(w, X[:n], Y[:n], lr)
+    assert abs(loss.item() - ref) < 1e-5, (n, loss.item(), ref)
+    for p, q in zip(params, w): close(p.numpy(), q)
+  assert step.cnt == 2 and len(method_cache) == compiled
