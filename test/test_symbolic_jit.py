@@ -30,6 +30,30 @@ def test_reduce_over_symbolic_and_fixed_axis(device):
     close(x.sum(1).numpy(), X[:n].sum(1))
     close(x.softmax(-1).numpy(), np.exp(X[:n]) / np.exp(X[:n]).sum(1, keepdims=True))
 
+def test_mean_divides_by_the_bound_size(device):
+  X = rng.standard_normal((16, 3)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  for n in SIZES:
+    x = xt[:v.bind(n)]
+    close(x.mean(0).numpy(), X[:n].mean(0))
+    close(x.mean().numpy(), np.float32(X[:n].mean()))
+
+def test_jit_mean_loss_gradient(device):
+  """A mean over the batch under TinyJit: the divisor is the replayed call's n, in the loss and in its gradient."""
+  X = rng.standard_normal((16, 3)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  w = Tensor(np.ones(3, np.float32), requires_grad=True)
+  @TinyJit
+  def f(x: Tensor) -> tuple[Tensor, Tensor]:
+    w.grad = None
+    loss = ((x * w).sum(1) - 1).square().mean().backward()
+    return loss.realize(), w.grad.realize()
+  for n in (2, 5, 7, 16, 1):
+    loss, grad = f(xt[:v.bind(n)])
+    r = X[:n].sum(1) - 1
+    assert abs(loss.item() - (r ** 2).mean()) < 1e-5
+    close(grad.numpy(), (2 * r[:, None] * X[:n]).mean(0))
+
 def test_matmul_symbolic_batch(device):
   X, W = rng.standard_normal((16, 7)).astype(np.float32), rng.standard_normal((7, 9)).astype(np.float32)
   xt, wt, v = Tensor(X).realize(), Tensor(W).realize(), Variable("bs", 1, 16)

@@ -7,6 +7,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
+from tinycore.uop.uop import UOp
 
 class Function:
   def __init__(self, device: str, *tensors: Any):
@@ -41,7 +42,8 @@ class ContiguousBackward(Function):
 class Cast(Function):
   def forward(self, x: LazyBuffer, dtype: Any, bitcast: bool = False) -> LazyBuffer:
     self.input_dtype, self.bitcast = x.dtype, bitcast
-    if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views):
+    if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views) \
+       and not isinstance(x.const_value(), UOp):
       # LazyBuffer.cast folds a const view into a fresh const and drops the padding mask (core bug): keep the view
       val = x.const_value()
       arg = dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val

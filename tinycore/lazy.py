@@ -34,7 +34,7 @@ class LazyBuffer:
     self._base = base
     if var_vals:
       # only the values this tracker uses: a stale binding must not travel on with data that no longer depends on it
-      need = st.vars()
+      need = st.vars() | (arg.vars() if isinstance(arg, UOp) else set())
       if (vals := {v: x for v, x in var_vals.items() if v in need}): self.var_vals = vals
     if base is None:
       # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
@@ -72,11 +72,14 @@ class LazyBuffer:
     self.buffer = buf
     return self
   def const(self, val: Any, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
-    return LazyBuffer.const_of(val, self.dtype, self.device, self.shape if shape is None else shape).bind(self.var_vals)
+    return LazyBuffer.const_of(val, self.dtype, self.device, self.shape if shape is None else shape, self.var_vals)
   @staticmethod
-  def const_of(val: Any, dtype: DType, device: str, shape: tuple[sint, ...]) -> LazyBuffer:
-    c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val)
-    return c.reshape((1,) * len(shape)).expand(shape)
+  def const_of(val: Any, dtype: DType, device: str, shape: tuple[sint, ...], var_vals: dict[UOp, int] | None = None) -> LazyBuffer:
+    """A constant broadcast to shape; val may be symbolic (an integer expression of Variables, like a batch size), its
+    Variables' values in var_vals."""
+    arg = val if isinstance(val, UOp) or (isinstance(val, float) and math.isnan(val)) else dtypes.as_const(val, dtype)
+    c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=arg, var_vals=var_vals or {})
+    return c.reshape((1,) * len(shape)).expand(shape).bind(var_vals or {})
   def is_unrealized_const(self) -> bool: return self.base.op is Ops.CONST
   def const_value(self) -> Any: return self.base.arg
 
@@ -87,7 +90,7 @@ class LazyBuffer:
     return LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
   def copy_to_device(self, device: str) -> LazyBuffer:
     if device == self.device: return self
-    if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape).bind(self.var_vals)
+    if self.is_unrealized_const(): return LazyBuffer.const_of(self.const_value(), self.dtype, device, self.shape, _srcs_vals((self, self.base)))
     # the source must exist as a whole buffer of its own before it can be copied
     return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(self.contiguous(),))
   def assign(self, x: LazyBuffer) -> LazyBuffer:
@@ -119,7 +122,7 @@ class LazyBuffer:
     if self.dtype == dtype: return self
     if bitcast and self.dtype.itemsize != dtype.itemsize: raise TypeError(f"bitcast needs equal sizes: {self.dtype} -> {dtype}")
     if self.is_unrealized_const() and not bitcast and all(v.mask is None for v in self.st.views):
-      return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape).bind(self.var_vals)
+      return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape, _srcs_vals((self, self.base)))
     return LazyBuffer.metaop(Ops.BITCAST if bitcast else Ops.CAST, self.shape, dtype, self.device, srcs=(self,))
   def reduce(self, op: Ops, axis: tuple[int, ...]) -> LazyBuffer:
     """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1."""

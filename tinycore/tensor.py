@@ -1677,7 +1677,9 @@ class Tensor:
   def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Arithmetic mean over axis (ints give a float); NaN for an empty reduction."""
     out = self._float().sum(axis, keepdim)
-    n = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
+    n = ssimplify(prod(s for i, s in enumerate(self.shape) if i in self._axes(axis)))
+    # over a symbolic dim the count is symbolic too: a constant whose value the kernel reads from the bound Variable
+    if isinstance(n, UOp): return out / Tensor(LazyBuffer.const_of(n, out.dtype, self.device, (), self.lazydata.var_vals), requires_grad=False)
     return out / n if n else out * math.nan
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over axis with Bessel's correction (correction=1) by default."""

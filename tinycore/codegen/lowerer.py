@@ -122,7 +122,7 @@ def lower(k: Kernel) -> UOp:
       return UOp(Ops.LOAD, u.dtype, (buf, idx, valid, UOp.const(u.dtype, 0)))
     if u.op is Ops.CONST:
       _, valid = index(u.src[0], consts)
-      c = UOp.const(u.dtype, u.arg)
+      c = u.arg.cast(u.dtype) if isinstance(u.arg, UOp) else UOp.const(u.dtype, u.arg)  # a symbolic const: its Variables' expression
       return c if valid.op is Ops.CONST and valid.arg is True else simplify(valid.where(c, UOp.const(u.dtype, 0)))
     if u.op is Ops.REDUCE_AXIS: return lower_reduce(u, consts)
     return UOp(u.op, u.dtype, tuple(lower_node(s, consts_key) for s in u.src), u.arg)
