@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tinycore
 from tinycore import Tensor, Device, DeviceError
-from tinycore.plugin import api_compatible, registry
+from tinycore.plugin import API_VERSION, Backend, api_compatible, device_index, lazy, open_once, registry
 
 ROOT = pathlib.Path(tinycore.__file__).parent.parent
 
@@ -72,10 +72,10 @@ def test_incompatible_api_version_is_refused(tmp_path):
     try: Device["FUTUREBACKEND"]
     except DeviceError as e: print("ERR", e)
   """, {"PYTHONPATH": str(tmp_path)})
-  assert "API 2.0.0" in r.stdout and "provides API 1.0.0" in r.stdout, r.stdout + r.stderr
+  assert "API 2.0.0" in r.stdout and f"provides API {API_VERSION}" in r.stdout, r.stdout + r.stderr
 
 def test_api_semver():
-  assert api_compatible("1.0.0") and api_compatible("1.0.3")
+  assert api_compatible("1.0.0") and api_compatible("1.0.3") and api_compatible("1.1.0")
   assert not api_compatible("2.0.0") and not api_compatible("1.9.0") and not api_compatible("garbage")
 
 def test_without_the_clang_plugin_python_is_default(tmp_path):
@@ -116,3 +116,36 @@ def test_buffer_copy_between_devices():
   b = a.to("PYTHON") * 2
   assert b.device == "PYTHON"
   np.testing.assert_array_equal(b.to("CLANG").numpy(), np.arange(6) * 2)
+
+# *** the Backend helpers a plugin declares its device with ***
+
+def test_device_index():
+  assert device_index("MYDEV", "MYDEV") == 0 and device_index("mydev:3", "MYDEV") == 3 and device_index("OTHER:1", "MYDEV") is None
+  with pytest.raises(DeviceError, match="bad device 'MYDEV:x'"): device_index("MYDEV:x", "MYDEV")
+
+def test_backend_hooks_answer_only_for_their_device():
+  made = []
+  def part(kind):
+    def factory(device, idx):
+      made.append((kind, device, idx))
+      return f"{kind}-{idx}"
+    return factory
+  b = Backend("MYDEV", allocator=part("alloc"), renderer=part("renderer"), compiler=part("compiler"), program=part("program"),
+              priority=7, check=lambda: "no hardware", description="test")
+  devices, alloc, renderer, compiler, program = b.hookimpls()
+  spec, = devices()
+  assert (spec.name, spec.priority, spec.check(), spec.api_version) == ("MYDEV", 7, "no hardware", API_VERSION)
+  assert [f.__name__ for f in (alloc, renderer, compiler, program)] == [f"tinycore_{p}" for p in ("allocator", "renderer", "compiler", "program")]
+  assert alloc("OTHER") is None and renderer("OTHER:2") is None and made == []
+  assert (alloc("MYDEV"), program("MYDEV:2")) == ("alloc-0", "program-2") and made == [("alloc", "MYDEV", 0), ("program", "MYDEV:2", 2)]
+
+def test_lazy_imports_on_first_call():
+  f = lazy("textwrap:dedent")
+  assert f("  a\n  b") == "a\nb" and "textwrap:dedent" in f.__name__
+  with pytest.raises(ModuleNotFoundError): lazy("no_such_module_here:f")()
+
+def test_open_once():
+  opened = []
+  get = open_once(lambda idx: None if idx == 0 else f"no GPU number {idx}", lambda dev, idx: opened.append(idx) or object())
+  assert get("MYDEV", 0) is get("MYDEV", 0) and opened == [0]
+  with pytest.raises(DeviceError, match="device MYDEV:1 cannot be used: no GPU number 1"): get("MYDEV:1", 1)

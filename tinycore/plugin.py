@@ -17,7 +17,7 @@ except ImportError: from importlib_metadata import entry_points, EntryPoint  # t
 from tinycore.device import Allocator, Compiled, Compiler, DeviceError, Program
 from tinycore.renderer import Renderer
 
-API_VERSION = "1.0.0"
+API_VERSION = "1.1.0"  # 1.1: the Backend, device_index, lazy and open_once helpers
 ENTRY_POINT_GROUP = "tinycore.backends"
 hookspec = pluggy.HookspecMarker("tinycore")
 hookimpl = pluggy.HookimplMarker("tinycore")

@@ -18,7 +18,7 @@ from tinycore.renderer import Renderer
 from tinycore.uop.uop import UOp
 
 # The tinycore API this plugin is written against. tinycore refuses plugins built for another major version.
-TINYCORE_API_VERSION = "1.0.0"
+TINYCORE_API_VERSION = "1.1.0"
 DEVICE = "MYACCEL"
 GUIDE = "docs/writing-a-backend.md"
 

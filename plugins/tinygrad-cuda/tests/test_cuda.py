@@ -37,7 +37,7 @@ def _registry() -> Registry:
 # *** the contract, no hardware needed ***
 
 def test_api_version_and_spec():
-  assert tinygrad_cuda.TINYCORE_API_VERSION == "1.0.0" and api_compatible(tinygrad_cuda.TINYCORE_API_VERSION, API_VERSION)
+  assert tinygrad_cuda.TINYCORE_API_VERSION == "1.1.0" and api_compatible(tinygrad_cuda.TINYCORE_API_VERSION, API_VERSION)
   (spec,) = tinygrad_cuda.tinycore_devices()
   assert isinstance(spec, DeviceSpec) and spec.name == "CUDA" and spec.priority > 10
 

@@ -10,7 +10,7 @@ def _py(code: str, **env: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
 
 def test_api_version_and_spec():
-  assert tinygrad_opencl.TINYCORE_API_VERSION == "1.0.0" and api_compatible(tinygrad_opencl.TINYCORE_API_VERSION, API_VERSION)
+  assert tinygrad_opencl.TINYCORE_API_VERSION == "1.1.0" and api_compatible(tinygrad_opencl.TINYCORE_API_VERSION, API_VERSION)
   (spec,) = tinygrad_opencl.tinycore_devices()
   assert isinstance(spec, DeviceSpec) and spec.name == "OPENCL"
   assert 0 < spec.priority < 10, "OPENCL ranks below CLANG (10) and above PYTHON (0)"
