@@ -72,3 +72,33 @@ def test_variable_bind_checks_range():
 
 def test_symbolic_has_no_truth_value():
   with pytest.raises(TypeError, match="no truth value"): bool(Variable("x", 0, 3) < 2)
+
+def random_index(rng: random.Random, vs: list) -> UOp:
+  """A linear index like a view's: each variable times a coefficient (often a multiple of another, sometimes
+  negative), plus a constant."""
+  base = rng.choice([1, 2, 3, 4, 6, 12, 13, 14, 42])
+  e = UOp.const(dtypes.int32, rng.choice([0, 1, 5, 40]))
+  for v in vs: e = e + v * rng.choice([1, 2, 3, -1, base, base * rng.randint(1, 4), base * 3])
+  return e
+
+@pytest.mark.parametrize("seed", range(60))
+def test_divmod_below_a_divisor_preserves_value(seed):
+  # (f*B + s)//(f*m) -> B//m and (f*B + s)%(f*m) -> (B%m)*f + s for 0 <= s < f, checked by evaluation
+  rng = random.Random(seed)
+  vs = [Variable("a", 0, rng.randint(1, 40)), Variable("b", 0, rng.randint(0, 12)), Variable("c", 0, rng.randint(0, 3))]
+  x = random_index(rng, vs)
+  for e in (x // rng.choice([2, 3, 6, 14, 42, 126, 168]), x % rng.choice([2, 3, 6, 14, 42, 126, 168]), (x // 42) % rng.randint(2, 12)):
+    s = simplify(e)
+    for _ in range(40):
+      env = {v.arg[0]: rng.randint(v.arg[1], v.arg[2]) for v in vs}
+      assert evaluate(s, env) == evaluate(e, env), f"{e.render()} -> {s.render()} at {env}"
+
+def test_divmod_below_a_divisor_folds():
+  r, s, t = Variable("r", 0, 1000), Variable("s", 0, 12), Variable("t", 0, 2)
+  x = r * 42 + s + t * 13  # s + t*13 < 42
+  assert simplify(x // 126).render() == "(r//3)"
+  assert simplify((x // 126) % 11).render() == "((r//3)%11)"
+  assert simplify((r * 4 + 1) // 8).render() == "(r//2)"
+  assert simplify(x // 126 + x % 126 * 0).render() == "(r//3)"
+  # s + 13*t reaches 42 when t can be 3: no fold
+  assert "s" in simplify((r * 42 + s + Variable("t", 0, 3) * 13) // 126).render()

@@ -63,6 +63,15 @@ def fold_divmod(x: UOp, d: UOp, op: Ops) -> UOp | None:
     rest = build_linear(rem, k % c, x)
     if op is Ops.MOD: return rest % c
     return build_linear(quot, k // c, x) + rest // c
+  # x = f*B + s with f dividing c and 0 <= s < f (a window offset below a row length): s never carries into the
+  # quotient, so (f*B + s)//(f*m) = B//m and (f*B + s)%(f*m) = (B%m)*f + s (B >= 0 as x >= 0)
+  for f in sorted({math.gcd(v, c) for v in terms.values()} - {1, c}, reverse=True):
+    small = {t: v for t, v in terms.items() if v % f}
+    lo = k + sum(v * (t.vmin if v > 0 else t.vmax) for t, v in small.items())
+    hi = k + sum(v * (t.vmax if v > 0 else t.vmin) for t, v in small.items())
+    if 0 <= lo and hi < f:
+      big = build_linear({t: v // f for t, v in terms.items() if v % f == 0}, 0, x)
+      return big // (c // f) if op is Ops.IDIV else (big % (c // f)) * f + build_linear(small, k, x)
   # a common factor of every coefficient, the constant and the divisor
   if (g := math.gcd(c, k, *terms.values())) > 1:
     small = build_linear({t: v // g for t, v in terms.items()}, k // g, x)
