@@ -54,3 +54,16 @@ def test_bad_opt_is_refused():
   k = Kernel(si.ast, Device["CLANG"].renderer)
   with pytest.raises(KernelOptError, match="cannot split"): k.apply_opt(Opt(OptOps.UPCAST, 0, 5))
   with pytest.raises(KernelOptError, match="no such axis"): k.apply_opt(Opt(OptOps.UNROLL, 0, 2))
+
+@pytest.mark.parametrize("reduce", [False, True])
+def test_broadcast_window_views_collapse(reduce):
+  # a pooled gradient broadcast over 2x2 windows, reshaped to the input's 6x6 (two views): the kernel splits its dims
+  # to the windows' so every view is one, and computes the same
+  g, x = ints(2, 3, 3, 1, 3, 1), ints(2, 3, 6, 6, seed=1)
+  up = Tensor(g).expand(2, 3, 3, 2, 3, 2).reshape(2, 3, 6, 6)
+  out = (up * Tensor(x)).sum(1) if reduce else up * Tensor(x)
+  si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+  k = Kernel(si.ast, Device["CLANG"].renderer)
+  assert all(len(st.views) == 1 for st in k.sts), k.sts
+  ref = np.broadcast_to(g, (2, 3, 3, 2, 3, 2)).reshape(2, 3, 6, 6) * x
+  np.testing.assert_array_equal(out.numpy(), ref.sum(1) if reduce else ref)

@@ -7,7 +7,7 @@ Every dim of the iteration space has a kind, kept in this order:
   'u' unrolled reduce / 'U' upcast output (expanded into registers, in the innermost positions)
 An OptOp splits one dim and moves the new part to the place of its kind; all ShapeTrackers change together."""
 from __future__ import annotations
-import itertools
+import itertools, operator
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinycore.helpers import prod, colored, to_function_name
@@ -45,6 +45,7 @@ class Kernel:
     red_axes = set(self.reduceop.arg[1]) if self.reduceop is not None else set()
     self.kinds = ["r" if i in red_axes else "g" for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
+    self._refine_dims()
     # reduce dims go last
     perm = sorted(range(len(self.kinds)), key=lambda i: (self.kinds[i] == "r", i))
     self._permute(perm)
@@ -66,6 +67,23 @@ class Kernel:
     out_shape = [1 if k in "Grud" else s for s, k in zip(new_shape, new_kinds)]
     self.sts = [st.reshape(tuple(new_shape) if st.shape == self.full_shape else tuple(out_shape)) for st in self.sts]
     self.full_shape, self.kinds = tuple(new_shape), new_kinds
+
+  def _refine_dims(self) -> None:
+    """Split dims where a load's view below its top one has finer dims (a pooled gradient broadcast over its windows,
+    then reshaped to the input's dims): in the finer shape the two views collapse into one, and its index needs no
+    division or modulo. Kept only where the ShapeTrackers hold fewer views in all."""
+    for st in list(self.sts):
+      if len(st.views) < 2 or st.shape != self.full_shape or (fine := _refinement(self.full_shape, st.views[-2].shape)) is None: continue
+      parts, j = [], len(fine)
+      for s in reversed(self.full_shape):
+        n = 1
+        while n < s: j, n = j - 1, n * fine[j - 1]
+        parts.append(j)
+      cut = list(reversed(parts)) + [len(fine)]
+      kinds = [self.kinds[i] for i in range(len(self.full_shape)) for _ in range(cut[i + 1] - cut[i])]
+      out = tuple(1 if k in "Grud" else x for x, k in zip(fine, kinds))
+      new = [x.reshape(fine if x.shape == self.full_shape else out).simplify() for x in self.sts]
+      if sum(len(x.views) for x in new) < sum(len(x.views) for x in self.sts): self.sts, self.full_shape, self.kinds = new, fine, kinds
 
   def _merge_dims(self) -> None:
     """Merge neighbouring dims of one kind wherever every ShapeTracker stays one View (fewer loops, simpler indices)."""
@@ -143,6 +161,14 @@ class Kernel:
     return to_function_name(kind + "_" + "_".join(dims))
 
   def st_for(self, view: UOp) -> ShapeTracker: return self.sts[self.views.index(view)]
+
+def _refinement(a: tuple, b: tuple) -> tuple[int, ...] | None:
+  """The coarsest shape that both a and b are merges of neighbouring dims of, or None (sizes that do not nest)."""
+  if not all(isinstance(x, int) and x > 0 for x in a + b) or prod(a) != prod(b): return None
+  def strides(s: tuple) -> set[int]: return set(itertools.accumulate(reversed(s), operator.mul, initial=1))
+  bounds = sorted(strides(a) | strides(b))
+  if any(y % x for x, y in zip(bounds, bounds[1:])): return None
+  return tuple(y // x for x, y in zip(bounds, bounds[1:]))[::-1]
 
 def upcast_combos(k: Kernel, kinds: str) -> list[dict[int, int]]:
   """Every assignment of constants to the dims of the given kinds (the registers of an upcast/unroll)."""
