@@ -125,7 +125,8 @@ class CStyleLanguage(Renderer):
         emit(self.render_local(u.arg[0], dt.base, u.arg[1]))
       elif op is Ops.SPECIAL:
         r[u] = u.arg[0]
-        emit(f"int {u.arg[0]} = {self.code_for_workitem[u.arg[0][0]](int(u.arg[0][-1]))}; /* {u.arg[1]} */")
+        size = u.arg[1].render() if isinstance(u.arg[1], UOp) else u.arg[1]  # a symbolic size: its Variables' expression
+        emit(f"int {u.arg[0]} = {self.code_for_workitem[u.arg[0][0]](int(u.arg[0][-1]))}; /* {size} */")
       elif op is Ops.CONST: r[u] = self.render_const(u.arg, dt)
       elif op is Ops.RANGE:
         r[u] = f"ridx{u.arg}"
