@@ -1,7 +1,7 @@
 """Optimizers against torch.optim (SGD, Adam, AdamW) and against numpy references (LAMB, LARS) for a few steps."""
 import numpy as np
 import pytest
-from tinycore import Tensor, nn
+from tinycore import Tensor, TinyJit, nn
 from tinycore.nn import optim
 
 @pytest.fixture(autouse=True)
@@ -131,3 +131,52 @@ def test_schedules():
   f = optim.cosine_lr(1.0, 10, warmup_steps=2, min_lr=0.1)
   assert f(0) == pytest.approx(0.5) and f(1) == pytest.approx(1.0) and f(10) == pytest.approx(0.1)
   assert optim.step_lr(1.0, 5, 0.5)(11) == pytest.approx(0.25)
+
+# *** values computed before a step are not changed by it (the loss of `loss.backward(); opt.step(); return loss`) ***
+
+def _mlp_loss_numpy(X, Y, W1, b1, W2, b2, kind):
+  z = np.maximum(X @ W1.T + b1, 0) @ W2.T + b2
+  if kind == "mse": return ((z - 1) ** 2).mean()
+  z = z - z.max(1, keepdims=True)
+  return -(z - np.log(np.exp(z).sum(1, keepdims=True)))[np.arange(len(Y)), Y].mean()
+
+@pytest.mark.parametrize("kind", ["sce", "mse"])
+def test_loss_read_after_step_is_the_loss_before_it(kind):
+  X, Y = RNG.standard_normal((8, 12)).astype(np.float32), RNG.integers(0, 5, 8)
+  l1, l2 = nn.Linear(12, 16), nn.Linear(16, 5)
+  params = [l1.weight, l1.bias, l2.weight, l2.bias]
+  opt = optim.SGD(params, lr=0.5)
+  for _ in range(3):
+    before = [p.numpy() for p in params]
+    opt.zero_grad()
+    out = l2(l1(Tensor(X)).relu())
+    loss = out.sparse_categorical_crossentropy(Tensor(Y.astype(np.int32))) if kind == "sce" else ((out - 1) ** 2).mean()
+    loss.backward()
+    opt.step()
+    np.testing.assert_allclose(loss.item(), _mlp_loss_numpy(X, Y, *before, kind), rtol=1e-5)
+    assert not np.allclose(params[3].numpy(), before[3]), "the step changed nothing: the test would prove nothing"
+
+def test_jitted_step_returning_an_unrealized_loss():
+  X, Y = RNG.standard_normal((8, 12)).astype(np.float32), RNG.integers(0, 5, 8).astype(np.int32)
+  l1, l2 = nn.Linear(12, 16), nn.Linear(16, 5)
+  params = [l1.weight, l1.bias, l2.weight, l2.bias]
+  opt = optim.Adam(params, lr=0.05)
+  @TinyJit
+  def step(x, y):
+    opt.zero_grad()
+    loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+    opt.step()
+    return loss
+  for _ in range(5):
+    before = [p.numpy() for p in params]
+    loss = step(Tensor(X), Tensor(Y)).item()
+    np.testing.assert_allclose(loss, _mlp_loss_numpy(X, Y, *before, "sce"), rtol=1e-5)
+
+def test_views_see_an_assign_computations_made_before_it_do_not():
+  w = Tensor(RNG.standard_normal((4, 3)).astype(np.float32)).realize()
+  w0 = w.numpy()
+  view, product = w[1:3], w * 3  # a view aliases the buffer (as in torch); a computation is of the value it was given
+  w.assign(w * 2).realize()
+  np.testing.assert_allclose(view.numpy(), w0[1:3] * 2)
+  np.testing.assert_allclose(product.numpy(), w0 * 3)
+  np.testing.assert_allclose(w.numpy(), w0 * 2)

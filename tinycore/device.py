@@ -135,6 +135,9 @@ Device = _Device()
 
 class Buffer:
   """`size` elements of `dtype` on `device`, allocated on first use. A view shares its base's memory."""
+  # weak references to the unrealized lazy ops that read this buffer (kept by tinycore.lazy): an assign that overwrites
+  # it computes them first, so they see the value they were written against
+  readers: list | None = None
   def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: BufferSpec | None = None,
                initial_value: bytes | None = None, base: Buffer | None = None, offset: int = 0):
     if isinstance(dtype, type) or not hasattr(dtype, "itemsize"): raise TypeError(f"dtype must be a DType, got {dtype!r}")

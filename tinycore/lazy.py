@@ -1,7 +1,7 @@
 """LazyBuffer: a node of the lazy graph. Either an op with sources (unrealized), a realized Buffer, or a view
 (a ShapeTracker) of another LazyBuffer's base. Movement ops make views; nothing is computed until realize."""
 from __future__ import annotations
-import math
+import math, weakref
 from typing import Any
 from tinycore.dtype import DType, dtypes
 from tinycore.device import Buffer
@@ -21,6 +21,20 @@ def merge_var_vals(*ds: dict[UOp, int]) -> dict[UOp, int]:
 def _srcs_vals(lbs: tuple[LazyBuffer, ...]) -> dict[UOp, int]:
   ds = [lb.var_vals for lb in lbs if lb.var_vals]
   return {} if not ds else ds[0] if len(ds) == 1 else merge_var_vals(*ds)
+
+def _add_reader(buf: Buffer, lb: LazyBuffer) -> None:
+  if buf.readers is None: buf.readers = []
+  elif len(buf.readers) >= 32 and (len(buf.readers) & (len(buf.readers) - 1)) == 0:
+    # now and then (at each power of two), drop the readers that are gone or done, so a buffer read on every step stays small
+    buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not Ops.BUFFER]
+  buf.readers.append(weakref.ref(lb))
+
+def pending_readers(buf: Buffer) -> list[LazyBuffer]:
+  """The unrealized lazy ops that read buf (directly, or through a view), alive now."""
+  if not buf.readers: return []
+  live = [(r, x) for r in buf.readers if (x := r()) is not None and x.op is not Ops.BUFFER]
+  buf.readers = [r for r, _ in live]
+  return [x for _, x in live]
 
 class LazyBuffer:
   # the values bound to the Variables (symbolic sizes) this buffer's ShapeTracker uses; the scheduler collects them
@@ -43,6 +57,8 @@ class LazyBuffer:
       self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else \
         Buffer(device, prod(self.shape) if all_int(self.shape) else int(prod(self.shape).vmax), dtype)
       self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
+      for s in (srcs[1:] if op is Ops.ASSIGN else srcs):
+        if (sb := s.base).op is not Ops.CONST: _add_reader(sb.buffer, self)
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
   def __repr__(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, prod
-from tinycore.lazy import LazyBuffer, merge_var_vals
+from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp
@@ -155,6 +155,7 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
 def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
   key, graph, leaves, var_vals = _structure(outs)
+  if (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
   if GRAPH or DEBUG >= 5: return _create_schedule(outs), var_vals
   if (cached := _sched_cache.get(key)) is not None:
     lbs = (graph, leaves)
@@ -171,6 +172,31 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
   return sched, var_vals
+
+def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> list[LazyBuffer]:
+  """What must be realized now because an assign of this graph overwrites a buffer it was written against (a loss
+  computed before `opt.step()` and read after it): lazy ops outside the graph that read the old value, directly or
+  through ops of the graph that would otherwise fuse away. Ops that read the assign's result come after it anyway."""
+  assigns = [b for b in graph if b.op is Ops.ASSIGN]
+  if not assigns: return []
+  inside = set(graph)
+  after = set(assigns)  # graph ops that depend on an assign (the graph lists sources first)
+  for b in graph:
+    if b not in after and any(s.base in after for s in b.srcs): after.add(b)
+  early: dict[LazyBuffer, None] = {}
+  seen: set[LazyBuffer] = set()
+  todo = [r for a in assigns for r in pending_readers(a.buffer)]
+  while todo:
+    if (r := todo.pop()) in seen or r in after: continue
+    seen.add(r)
+    if r not in inside:
+      if not any(x in after for x in _graph([r])): early[r] = None
+      continue
+    readers = pending_readers(r.buffer)
+    if any(x not in inside for x in readers): early[r] = None  # r's value must outlive this schedule as a buffer
+    todo += readers
+  realized = {o.base for o in outs}
+  return [r for r in early if r.op is not Ops.BUFFER and r not in realized and not (r in inside and r.forced_realize)]
 
 def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   graph = _graph(outs)
@@ -207,8 +233,10 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   deps: dict[LazyBuffer, set[LazyBuffer]] = {b: {x for x in it.inputs if x in items and x is not b} for b, it in items.items()}
   for b in items:
     if b.op is Ops.ASSIGN:
+      # every kernel reading the old value: through the target, or through any realized base sharing its buffer
       target = b.srcs[0].base
-      deps[b] |= {o for o, oit in items.items() if o is not b and target in oit.inputs}
+      old = {x for o, oit in items.items() for x in oit.inputs if x is target or (x.op is Ops.BUFFER and x.buffer is b.buffer)}
+      deps[b] |= {o for o, oit in items.items() if o is not b and not old.isdisjoint(oit.inputs)}
   order: list[LazyBuffer] = []
   state: dict[LazyBuffer, int] = {}
   def visit(b: LazyBuffer) -> None:
