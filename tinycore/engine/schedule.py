@@ -6,8 +6,11 @@ space onto its buffer. Fusion rules:
 - elementwise ops fuse into each other, into the reduce that consumes them, and into the store after a reduce;
 - a buffer whose value reaches two kernels is computed once (it becomes a kernel of its own);
 - movement ops never copy: they only compose ShapeTrackers;
-- a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first)."""
+- a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first).
+A float32 constant (other than 0 and +-1, which the simplifier folds) is a kernel input: a one-element buffer holding
+its value, so `x * 0.37` and `x * 0.42` share one compiled kernel (and one cached schedule)."""
 from __future__ import annotations
+import math, struct
 from dataclasses import dataclass, field
 from typing import Any
 from tinycore.device import Buffer
@@ -61,7 +64,9 @@ class _KernelBuilder:
 
   def _build(self, base: LazyBuffer, st: ShapeTracker, root: bool) -> UOp:
     if not root and (base.op is Ops.BUFFER or base in self.realizes): return self.load(base, st)
-    if base.op is Ops.CONST: return UOp(Ops.CONST, base.dtype, (UOp(Ops.VIEW, arg=st),), base.arg)
+    if base.op is Ops.CONST:
+      if not root and _lifted(base): return self.load(base, st)
+      return UOp(Ops.CONST, base.dtype, (UOp(Ops.VIEW, arg=st),), base.arg)
     if base.op is Ops.REDUCE_AXIS:
       if not root and (not st.contiguous or st.shape != base.shape or (self.reduce is not None and self.reduce is not base)):
         raise _Refuse(base)
@@ -74,6 +79,18 @@ class _KernelBuilder:
       if any(v.mask is not None for v in st.views) and self.has_unsafe_pad(base) and not root: raise _Refuse(base)
       return UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg)
     raise RuntimeError(f"cannot build a kernel from {base.op}")
+
+def _lifted(base: LazyBuffer) -> bool:
+  """Whether a CONST base becomes a kernel input (a one-element buffer) instead of a literal in the kernel's code."""
+  v = base.arg
+  return base.dtype is dtypes.float32 and isinstance(v, float) and math.isfinite(v) and v not in (0.0, 1.0, -1.0)
+
+def _fill_consts(sched: list[ScheduleItem]) -> list[ScheduleItem]:
+  """Give the lifted constants among the kernels' inputs their values (once per constant)."""
+  for si in sched:
+    for x in si.inputs:
+      if x.op is Ops.CONST and not x.buffer.is_allocated(): x.buffer.allocate().copyin(memoryview(bytearray(struct.pack("<f", x.arg))))
+  return sched
 
 def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer], root: LazyBuffer) -> LazyBuffer | None:
   """The reduce a kernel rooted at `root` would contain, following unrealized elementwise sources from lb."""
@@ -129,6 +146,7 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them)."""
   graph = _graph(outs)
   pos = {b: i for i, b in enumerate(graph)}
+  out_bases = {o.base for o in outs}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
@@ -139,8 +157,9 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
       sb = s._base if s._base is not None else s
       if s.var_vals: bound.append(s.var_vals)
       srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
-    # a base's own view is always its whole shape
-    desc.append((b.op, b.arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
+    # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
+    arg = None if b.op is Ops.CONST and b not in out_bases and _lifted(b) else b.arg
+    desc.append((b.op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
   # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
   first: dict[int, int] = {}
@@ -156,12 +175,12 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
   key, graph, leaves, var_vals = _structure(outs)
   if (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
-  if GRAPH or DEBUG >= 5: return _create_schedule(outs), var_vals
+  if GRAPH or DEBUG >= 5: return _fill_consts(_create_schedule(outs)), var_vals
   if (cached := _sched_cache.get(key)) is not None:
     lbs = (graph, leaves)
-    return [ScheduleItem(ast, tuple(lbs[r][j].buffer for r, j in bufs), tuple(lbs[r][j] for r, j in o), tuple(lbs[r][j] for r, j in i))
-            for ast, bufs, o, i in cached], var_vals
-  sched = _create_schedule(outs)
+    return _fill_consts([ScheduleItem(ast, tuple(lbs[r][j].buffer for r, j in bufs), tuple(lbs[r][j] for r, j in o),
+                                      tuple(lbs[r][j] for r, j in i)) for ast, bufs, o, i in cached]), var_vals
+  sched = _fill_consts(_create_schedule(outs))
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
   for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = (0, i)
