@@ -1,7 +1,7 @@
 """The schedule cache: a lazy graph with the structure of one scheduled before reuses its kernels, with its own buffers."""
 import numpy as np
 from tinycore import Tensor
-from tinycore.engine import schedule as sched_mod
+from tinycore.engine import realize, schedule as sched_mod
 
 def test_same_structure_reuses_the_schedule_with_new_buffers():
   a, b = Tensor([1.0, 2.0, 3.0]).realize(), Tensor([4.0, 5.0, 6.0]).realize()
@@ -11,10 +11,28 @@ def test_same_structure_reuses_the_schedule_with_new_buffers():
   np.testing.assert_equal((c * d + 1).numpy(), [8.0, 9.0, 10.0])
   assert len(sched_mod._sched_cache) == n, "the second graph has the same structure: no new entry"
 
-def test_a_new_constant_is_a_new_structure():
-  a = Tensor([1.0, 2.0]).realize()
-  np.testing.assert_equal((a + 3).numpy(), [4.0, 5.0])
-  np.testing.assert_equal((a + 4).numpy(), [5.0, 6.0])
+def test_a_new_constant_is_a_new_value_of_the_same_kernel(device):
+  # float32 constants are kernel inputs: new values reuse the compiled kernel and the cached schedule
+  x = np.random.default_rng(0).standard_normal(5).astype(np.float32)
+  a = Tensor(x).realize()
+  np.testing.assert_allclose((a * 2.5 + 3.25).numpy(), x * np.float32(2.5) + np.float32(3.25), rtol=1e-6)
+  kernels, scheds = len(realize.method_cache), len(sched_mod._sched_cache)
+  for k in np.random.default_rng(1).uniform(-10, 10, (5, 2)).astype(np.float32):
+    np.testing.assert_allclose((a * float(k[0]) + float(k[1])).numpy(), x * k[0] + k[1], rtol=1e-6)
+  assert (len(realize.method_cache), len(sched_mod._sched_cache)) == (kernels, scheds), "a new constant compiled or scheduled anew"
+  # integer constants, 0 and +-1 stay literals (the simplifier folds them; integers can be index math)
+  i = Tensor(np.arange(4, dtype=np.int32)).realize()
+  np.testing.assert_equal((i + 3).numpy(), np.arange(4) + 3)
+  np.testing.assert_equal((i + 4).numpy(), np.arange(4) + 4)
+  np.testing.assert_equal((a * 1.0 + 0.0).numpy(), x)
+
+def test_lifted_constants_in_padded_views_and_as_outputs(device):
+  x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+  a = Tensor(x)
+  np.testing.assert_allclose(a.pad(((1, 0), (0, 2)), value=1.75).numpy(), np.pad(x, ((1, 0), (0, 2)), constant_values=1.75))
+  np.testing.assert_allclose((a + Tensor.full((3, 4), 0.3)).numpy(), x + np.float32(0.3), rtol=1e-6)
+  np.testing.assert_allclose(Tensor.full((2, 3), 0.3).numpy(), np.full((2, 3), 0.3, np.float32))
+  np.testing.assert_allclose(Tensor.full((2, 3), 0.7).contiguous().numpy(), np.full((2, 3), 0.7, np.float32))
 
 def test_reading_one_buffer_twice_is_not_reading_two():
   # after an assign, the tensor's new base and its old one share a buffer: a graph reading both reads one buffer
