@@ -2,7 +2,7 @@
 from __future__ import annotations
 import os, re, functools
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 import numpy as np
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import DEBUG, GlobalCounters, diskcache_get, diskcache_put
@@ -72,6 +72,11 @@ class Program:
   def __init__(self, device: str, name: str, lib: bytes): self.device, self.name, self.lib = device, name, lib
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = (1, 1, 1),
                vals: Sequence[int] = (), wait: bool = False) -> float | None: raise NotImplementedError
+  def launcher(self, bufs: Sequence[Any], global_size: Sequence[int], local_size: Sequence[int] | None,
+               vals: Sequence[int] = ()) -> Callable[[], Any]:
+    """This kernel bound to fixed device buffers and launch arguments, as a call without arguments (a TinyJit replay
+    runs a list of these): a backend may do here, once, the work its __call__ does on every launch."""
+    return functools.partial(self, *bufs, global_size=global_size, local_size=local_size, vals=vals)
 
 class Compiled:
   """Everything the core needs from one device: its allocator, renderer, compiler and program class."""

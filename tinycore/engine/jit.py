@@ -22,9 +22,9 @@ import functools
 from typing import Any, Callable, Generic, TypeVar
 from tinycore.tensor import Tensor
 from tinycore.device import Buffer
-from tinycore.helpers import DEBUG, JIT
+from tinycore.helpers import DEBUG, JIT, GlobalCounters
 from tinycore.engine import realize as _realize
-from tinycore.engine.realize import Runner, exec_runner
+from tinycore.engine.realize import CompiledRunner, Runner, exec_runner
 from tinycore.lazy import merge_var_vals
 from tinycore.uop.uop import UOp, BoundVariable
 
@@ -76,17 +76,40 @@ class CapturedJit(Generic[ReturnType]):
                                                       for i, b in enumerate(bufs) if id(b) in pos}
     # drop the references to call 2's input buffers: their owners may free them
     self.kernels = [(r, [b if (j, i) not in self.input_replace else None for i, b in enumerate(bufs)]) for j, (r, bufs) in enumerate(kernels)]  # type: ignore[misc]
+    # the replay's fast path: every kernel bound once to its buffers (Program.launcher), those reading an input bound
+    # again when that input's memory changes. Only kernels whose launch takes no Variables' values can be bound.
+    runners = [r for r, _ in self.kernels]
+    self.bindable = all(isinstance(r, CompiledRunner) and not r.p.vars and not r.symbolic_launch for r in runners)
+    self.reads: list[set[int]] = [{k for (j2, _), k in self.input_replace.items() if j2 == j} for j in range(len(self.kernels))]
+    self.calls: list[Callable[[], Any] | None] = [None] * len(self.kernels)
+    self.bound: list[Any] = [None] * len(input_bufs)  # the inputs' device memory the calls are bound to
+    self.ops = sum(r.op_estimate for r in runners)
+    self.mem = sum(b.size * b.dtype.itemsize for _, bufs in kernels for b in bufs)
 
   def __call__(self, input_bufs: list[Buffer], var_vals: dict[UOp, int]) -> ReturnType:
-    for j, (runner, bufs) in enumerate(self.kernels):
-      run_bufs = [input_bufs[self.input_replace[(j, i)]] if b is None else b for i, b in enumerate(bufs)]
-      for b in run_bufs: b.ensure_allocated()
-      exec_runner(runner, run_bufs, var_vals, jit=True)
-      if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
+    if self.bindable and DEBUG < 2 and not _realize.capturing:
+      mem = [b.ensure_allocated()._buf for b in input_bufs]
+      if (changed := {k for k, (x, y) in enumerate(zip(mem, self.bound)) if x is not y}) or None in self.calls:
+        for j, (runner, _) in enumerate(self.kernels):
+          if self.calls[j] is None or not changed.isdisjoint(self.reads[j]):
+            self.calls[j] = runner.launcher([b.ensure_allocated() for b in self._bufs(j, input_bufs)])  # type: ignore[attr-defined]
+        self.bound = mem  # (held: a bound address stays valid while its memory object lives)
+      for f in self.calls: f()  # type: ignore[misc]
+      gc = GlobalCounters
+      gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + len(self.calls), gc.global_ops + self.ops, gc.global_mem + self.mem
+    else:
+      for j, (runner, _) in enumerate(self.kernels):
+        run_bufs = self._bufs(j, input_bufs)
+        for b in run_bufs: b.ensure_allocated()
+        exec_runner(runner, run_bufs, var_vals, jit=True)
+        if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
     # returned tensors of a symbolic shape now hold the results for these values
     if var_vals:
       for t in _walk_tensors(self.ret): t.lazydata.rebind(var_vals)
     return self.ret
+
+  def _bufs(self, j: int, input_bufs: list[Buffer]) -> list[Buffer]:
+    return [input_bufs[self.input_replace[(j, i)]] if b is None else b for i, b in enumerate(self.kernels[j][1])]
 
 class TinyJit(Generic[ReturnType]):
   """Capture the kernels fxn runs on its second call and replay them from the third on (see the module docstring)."""

@@ -4,7 +4,7 @@ Runners are cached in memory by (device, AST); compiled binaries are cached on d
 Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s."""
 from __future__ import annotations
 import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
-from typing import Any
+from typing import Any, Callable
 from tinycore.device import Buffer, Device, CompileError
 from tinycore.dtype import dtypes, PtrDType
 from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colored, diskcache_get, diskcache_put
@@ -41,6 +41,12 @@ class CompiledRunner(Runner):
     vals, gs, ls = [var_vals[v] for v in p.vars], p.global_size, p.local_size
     if self.symbolic_launch: gs, ls = [sym_infer(x, var_vals) for x in gs], [sym_infer(x, var_vals) for x in ls] if ls is not None else None
     return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
+
+  def launcher(self, bufs: list[Buffer]) -> Callable[[], Any] | None:
+    """The kernel bound to these buffers (see Program.launcher); None when its launch takes Variables' values."""
+    p = self.p
+    if p.vars or self.symbolic_launch: return None
+    return self.prg.launcher([b._buf for b in bufs], p.global_size, p.local_size)
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)

@@ -2,7 +2,7 @@
 object, loads it with ctypes and runs kernels on host memory."""
 from __future__ import annotations
 import ctypes, functools, mmap, os, pathlib, shutil, subprocess, tempfile, threading, time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 import numpy as np
 from tinycore.device import BufferSpec, CompileError, Compiler, LRUAllocator, Program
 from tinycore.dtype import DType, PtrDType, dtypes
@@ -258,14 +258,22 @@ class ClangProgram(Program):
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = None,
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
     st = time.perf_counter() if wait else 0.0
-    if self.threads > 1:
-      with _pool_lock:  # one job at a time (ctypes lets other Python threads run meanwhile)
-        self.pool.pool_run(self.entry, (ctypes.c_void_p * max(1, len(bufs)))(*[_addr(b) for b in bufs]),
-                           (ctypes.c_int * max(1, len(vals)))(*vals), self.threads)
+    if self.threads > 1: self._pool_call(*self._pool_args(bufs, vals))
     else:
-      if self.fxn.argtypes is None: self.fxn.argtypes = [ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * len(vals)
+      if self.fxn.argtypes is None: self._set_argtypes(len(bufs), len(vals))
       self.fxn(*[b.addr if type(b) is HostBuffer else b.ctypes.data for b in bufs], *vals)
     return time.perf_counter() - st if wait else None
+  def launcher(self, bufs: Sequence[Any], global_size: Sequence[int], local_size: Sequence[int] | None,
+               vals: Sequence[int] = ()) -> Callable[[], Any]:
+    # the addresses (and for the thread pool, its argument arrays) are worked out once, not on every launch
+    if self.threads > 1: return functools.partial(self._pool_call, *self._pool_args(bufs, vals))
+    if self.fxn.argtypes is None: self._set_argtypes(len(bufs), len(vals))
+    return functools.partial(self.fxn, *[_addr(b) for b in bufs], *vals)
+  def _set_argtypes(self, nbufs: int, nvals: int) -> None: self.fxn.argtypes = [ctypes.c_void_p] * nbufs + [ctypes.c_int] * nvals
+  def _pool_args(self, bufs: Sequence[Any], vals: Sequence[int]) -> tuple[Any, Any]:
+    return (ctypes.c_void_p * max(1, len(bufs)))(*[_addr(b) for b in bufs]), (ctypes.c_int * max(1, len(vals)))(*vals)
+  def _pool_call(self, args: Any, vals: Any) -> None:
+    with _pool_lock: self.pool.pool_run(self.entry, args, vals, self.threads)  # one job at a time (ctypes lets other Python threads run meanwhile)
 
 _pool: Any = None
 _pool_lock = threading.Lock()
