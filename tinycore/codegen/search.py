@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from tinycore.device import Buffer, CompileError, Device
 from tinycore.dtype import PtrDType
-from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv
+from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv, prod
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, pretty
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
@@ -30,6 +30,14 @@ def _actions() -> list[Opt]:
   return acts
 ACTIONS = _actions()
 MAX_ROUNDS = getenv("BEAM_MAX_ROUNDS", 8)
+# candidates with more lanes than this (upcast times unrolled, as in tinygrad's BEAM_UPCAST_MAX) are not tried: the
+# lowerer's cost grows with the lanes (a 1024-lane kernel takes ~0.3 s to lower) and they are rarely the fastest
+UPCAST_MAX = getenv("BEAM_UPCAST_MAX", 256)
+
+def _lanes(k: Kernel) -> int: return prod(k.full_shape[i] for i in k.dims("U") + k.dims("u"))
+def _state(k: Kernel) -> tuple:
+  """What the program of a kernel depends on: two kernels reached by the same opts in another order lower alike."""
+  return (k.full_shape, tuple(k.kinds), tuple(k.sts))
 
 def _buffer_sizes(ast: UOp) -> dict[int, tuple[Any, int]]:
   """For each buffer argument of the kernel: (dtype, number of elements it must hold), from the views that index it."""
@@ -89,13 +97,19 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
   bench = _Bench(k.ast, k.renderer.device)
   dev = bench.dev
   seen: set[str] = set()
+  seen_states: set[tuple] = set()
 
   def measure(kernels: list[Kernel], runs: int) -> list[tuple[float, Kernel, Any, bytes]]:
     """Compile (in parallel) and time the kernels not seen before: (seconds, kernel, program, binary), fastest first."""
     progs = []
     for kk in kernels:
+      # the same kernel reached another way is not lowered again (lowering is most of a search's time)
+      if (state := _state(kk)) in seen_states: continue
+      seen_states.add(state)
       try: p = get_program(kk, bench.device)
-      except (KernelOptError, NotImplementedError, ValueError, AssertionError): continue
+      except (KernelOptError, NotImplementedError, ValueError, AssertionError) as e:
+        if DEBUG >= 3: print(f"beam: {_fmt(kk.applied_opts)} does not lower: {type(e).__name__}: {e}")
+        continue
       if p.src in seen: continue
       seen.add(p.src)
       progs.append((kk, p))
@@ -111,6 +125,7 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
   hc = hand_coded_optimizations(k.copy())
   hc_res = measure([hc], 3)
   seen.clear()  # the heuristic's kernel may also be reached by the search
+  seen_states.clear()
   hc_time = hc_res[0][0] if hc_res else float("inf")
   # the search starts from the unoptimized kernel and from the heuristic's choice (refining it is often quickest)
   start = sorted(measure([k.copy()], 3) + hc_res, key=lambda x: x[0])
@@ -125,7 +140,7 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
         kk = kb.copy()
         try: kk.apply_opt(a)
         except KernelOptError: continue
-        cands.append(kk)
+        if _lanes(kk) <= UPCAST_MAX: cands.append(kk)
     timed = again(measure(cands, 1), amount * 2)
     if DEBUG >= 2: print(f"  {time.perf_counter() - st:6.2f}s: {timed[0][0]*1e6 if timed else float('nan'):10.2f} us from {len(cands):4d} "
                          f"candidates  {timed[0][1].name if timed else ''}")
