@@ -126,6 +126,7 @@ class Kernel:
     if not 0 <= opt.axis < len(pool): raise KernelOptError(f"{opt}: no such axis (have {len(pool)})")
     dim = pool[opt.axis]
     amount = opt.amount or self.full_shape[dim]
+    if not isinstance(amount, int): raise KernelOptError(f"{opt}: the whole of a symbolic dim ({amount.render()}) cannot be split off")
     if opt.op in (OptOps.LOCAL, OptOps.GROUP):
       if not r.has_local or (opt.op is OptOps.GROUP and not r.has_shared): raise KernelOptError(f"{opt}: device has no local ids/memory")
       threads = prod(self.full_shape[i] for i in self.dims("l") + self.dims("G")) * amount
