@@ -61,3 +61,12 @@ def test_beam_lowers_each_kernel_once_and_caps_the_lanes(monkeypatch):
   states = [s for s, _ in searched]
   assert len(states) == len(set(states)), "a kernel was lowered twice"
   assert search._lanes(k) <= 16 or search._state(k) == hc[0]
+
+def test_beam_symbolic_shape():
+  # the Variables of a symbolic kernel live in its views' ShapeTrackers: the search times it at their largest values
+  from tinycore import Variable
+  X = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  for n in (3, 16):
+    with Context(BEAM=2): out = (xt[:v.bind(n)] * 2 + 1).sum(1).numpy()
+    np.testing.assert_allclose(out, (X[:n] * 2 + 1).sum(1), rtol=1e-5, atol=1e-5)
