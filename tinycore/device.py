@@ -102,6 +102,7 @@ class _Device:
     if idx and not idx.isdigit(): raise DeviceError(f"bad device index in {device!r}: expected NAME or NAME:n")
     return name if not idx or idx == "0" else f"{name}:{idx}"
   def __getitem__(self, device: str) -> Compiled:
+    if (d := self._opened.get(device)) is not None: return d  # a canonical name already open (every buffer allocation)
     device = self.canonicalize(device)
     if (d := self._opened.get(device)) is None: self._opened[device] = d = self._open(device)
     return d

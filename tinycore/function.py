@@ -20,7 +20,7 @@ class Function:
   @classmethod
   def apply(cls, *x: Any, **kwargs: Any) -> Any:
     from tinycore.tensor import Tensor
-    ctx = cls(x[0].device, *x)
+    ctx = cls(x[0].lazydata.device, *x)
     ret = Tensor.__new__(Tensor)
     ret.lazydata, ret.requires_grad, ret.grad = ctx.forward(*[t.lazydata for t in x], **kwargs), ctx.requires_grad, None
     ret._ctx = ctx if ctx.requires_grad and not Tensor.no_grad else None

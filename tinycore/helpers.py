@@ -1,11 +1,11 @@
 """Small shared utilities: environment knobs, context variables, counters and math helpers."""
 from __future__ import annotations
-import contextlib, functools, hashlib, itertools, os, pathlib, sys, tempfile, time
+import contextlib, functools, hashlib, itertools, math, os, pathlib, sys, tempfile, time
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 
-def prod(xs: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a * b, xs, start)
+def prod(xs: Iterable[Any], start: Any = 1) -> Any: return math.prod(xs, start=start)  # (symbolic sizes multiply too)
 def dedup(xs: Iterable[T]) -> list[T]: return list(dict.fromkeys(xs))
 def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]
 def argfix(*x: Any) -> tuple:

@@ -1,11 +1,11 @@
 """LazyBuffer: a node of the lazy graph. Either an op with sources (unrealized), a realized Buffer, or a view
 (a ShapeTracker) of another LazyBuffer's base. Movement ops make views; nothing is computed until realize."""
 from __future__ import annotations
-import math, weakref
+import functools, math, weakref
 from typing import Any
 from tinycore.dtype import DType, dtypes
 from tinycore.device import Buffer
-from tinycore.helpers import prod, all_int
+from tinycore.helpers import all_int
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp, sint
@@ -36,6 +36,11 @@ def pending_readers(buf: Buffer) -> list[LazyBuffer]:
   buf.readers = [r for r, _ in live]
   return [x for _, x in live]
 
+# the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
+_from_shape = functools.cache(ShapeTracker.from_shape)
+# (a tuple: membership tests identity first, where a set would hash the enum in Python)
+_COMPARISON = tuple(GroupOp.Comparison)
+
 class LazyBuffer:
   # the values bound to the Variables (symbolic sizes) this buffer's ShapeTracker uses; the scheduler collects them
   # from the graph. Only a symbolic buffer has an entry of its own: the class attribute is the shared empty default.
@@ -55,10 +60,10 @@ class LazyBuffer:
       # room of its largest value, and kernels write the part the bound values select
       self.op, self.arg, self.srcs = op, arg, srcs
       self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else \
-        Buffer(device, prod(self.shape) if all_int(self.shape) else int(prod(self.shape).vmax), dtype)
+        Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
       self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
       for s in (srcs[1:] if op is Ops.ASSIGN else srcs):
-        if (sb := s.base).op is not Ops.CONST: _add_reader(sb.buffer, self)
+        if (sb := s._base or s).op is not Ops.CONST: _add_reader(sb.buffer, self)
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
   def __repr__(self) -> str:
@@ -80,7 +85,7 @@ class LazyBuffer:
   @staticmethod
   def metaop(op: Ops, shape: tuple[sint, ...], dtype: DType, device: str, arg: Any = None, srcs: tuple[LazyBuffer, ...] = (),
              var_vals: dict[UOp, int] | None = None) -> LazyBuffer:
-    return LazyBuffer(device, ShapeTracker.from_shape(shape), dtype, op, arg, srcs, var_vals=var_vals if var_vals is not None else _srcs_vals(srcs))
+    return LazyBuffer(device, _from_shape(shape), dtype, op, arg, srcs, var_vals=var_vals if var_vals is not None else _srcs_vals(srcs))
   @staticmethod
   def from_buffer(buf: Buffer, shape: tuple[sint, ...] | None = None) -> LazyBuffer:
     return LazyBuffer(buf.device, ShapeTracker.from_shape(shape if shape is not None else (buf.size,)), buf.dtype, Ops.BUFFER, None, ())._own(buf)
@@ -132,7 +137,7 @@ class LazyBuffer:
     for s in srcs:
       if s.shape != self.shape: raise ValueError(f"{op} shape mismatch: {self.shape} vs {s.shape}")
       if s.device != self.device: raise ValueError(f"{op} device mismatch: {self.device} vs {s.device}")
-    out_dtype = dtypes.bool if op in GroupOp.Comparison else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+    out_dtype = dtypes.bool if op in _COMPARISON else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
     return LazyBuffer.metaop(op, self.shape, out_dtype, self.device, srcs=(self,) + srcs)
   def cast(self, dtype: DType, bitcast: bool = False) -> LazyBuffer:
     if self.dtype == dtype: return self

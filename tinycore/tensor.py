@@ -1110,6 +1110,8 @@ class Tensor:
   # *** broadcasting and elementwise ***
   def _broadcasted(self, y: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
     x = self
+    if y.__class__ is Tensor and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
+      return (y, x) if reverse else (x, y)  # the common case: nothing to cast or broadcast
     if not isinstance(y, Tensor):
       if isinstance(y, (np.ndarray, list, tuple)): y = Tensor(y, device=x.device)
       else:

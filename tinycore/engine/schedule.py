@@ -146,25 +146,26 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them)."""
   graph = _graph(outs)
   pos = {b: i for i, b in enumerate(graph)}
-  out_bases = {o.base for o in outs}
+  out_bases = {o._base or o for o in outs}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
+  CONST = Ops.CONST
   for b in graph:
     srcs = []
     if b.var_vals: bound.append(b.var_vals)
     for s in b.srcs:
-      sb = s._base if s._base is not None else s
+      sb = s._base or s
       if s.var_vals: bound.append(s.var_vals)
       srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
     # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
-    arg = None if b.op is Ops.CONST and b not in out_bases and _lifted(b) else b.arg
+    arg = None if b.op is CONST and b not in out_bases and _lifted(b) else b.arg
     desc.append((b.op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
   # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
   first: dict[int, int] = {}
-  leaf_desc = tuple((lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list))
-  out_desc = tuple((0, pos[o.base]) if o.base in pos else (2, o.base.dtype) for o in outs)
+  leaf_desc = tuple([(lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list)])
+  out_desc = tuple([(0, pos[ob]) if (ob := o._base or o) in pos else (2, ob.dtype) for o in outs])
   return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
@@ -175,11 +176,11 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
   key, graph, leaves, var_vals = _structure(outs)
   if (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
-  if GRAPH or DEBUG >= 5: return _fill_consts(_create_schedule(outs)), var_vals
+  if GRAPH.value or DEBUG.value >= 5: return _fill_consts(_create_schedule(outs)), var_vals
   if (cached := _sched_cache.get(key)) is not None:
     lbs = (graph, leaves)
-    return _fill_consts([ScheduleItem(ast, tuple(lbs[r][j].buffer for r, j in bufs), tuple(lbs[r][j] for r, j in o),
-                                      tuple(lbs[r][j] for r, j in i)) for ast, bufs, o, i in cached]), var_vals
+    return _fill_consts([ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]),
+                                      tuple([lbs[r][j] for r, j in i])) for ast, bufs, o, i in cached]), var_vals
   sched = _fill_consts(_create_schedule(outs))
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
