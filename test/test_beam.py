@@ -62,8 +62,9 @@ def test_beam_lowers_each_kernel_once_and_caps_the_lanes(monkeypatch):
   assert len(states) == len(set(states)), "a kernel was lowered twice"
   assert search._lanes(k) <= 16 or search._state(k) == hc[0]
 
-def test_beam_symbolic_shape():
-  # the Variables of a symbolic kernel live in its views' ShapeTrackers: the search times it at their largest values
+def test_beam_symbolic_shape(device):
+  # the Variables of a symbolic kernel live in its views' ShapeTrackers and launch sizes (PYTHON): the search times it
+  # at their largest values
   from tinycore import Variable
   X = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
   xt, v = Tensor(X).realize(), Variable("bs", 1, 16)

@@ -16,7 +16,7 @@ from tinycore.device import Buffer, CompileError, Device
 from tinycore.dtype import PtrDType
 from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv, prod
 from tinycore.ops import Ops
-from tinycore.uop.uop import UOp, pretty
+from tinycore.uop.uop import UOp, pretty, sym_infer
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
 def _actions() -> list[Opt]:
@@ -67,12 +67,16 @@ class _Bench:
   def time(self, p: Any, lib: bytes, runs: int) -> float:
     prg = self.dev.program(p.device, p.name, lib)
     # every Variable at its largest value (what _buffer_sizes sized the buffers for); the Variables live in the
-    # ShapeTrackers of the views, not in the AST's own nodes, so they are taken from the program
-    vals = [v.arg[2] for v in p.vars]
+    # ShapeTrackers of the views, not in the AST's own nodes, so they are taken from the program and its launch sizes
+    launch = [x for x in [*p.global_size, *(p.local_size or ())] if isinstance(x, UOp)]
+    var_vals = {v: v.arg[2] for v in [*p.vars, *(v for x in launch for v in x.vars())]}
+    vals = [var_vals[v] for v in p.vars]
+    gs = [sym_infer(x, var_vals) for x in p.global_size]
+    ls = [sym_infer(x, var_vals) for x in p.local_size] if p.local_size is not None else None
     raw = [b._buf for b in self.bufs]
     best = float("inf")
     for _ in range(runs):
-      t = prg(*raw, global_size=p.global_size, local_size=p.local_size, vals=vals, wait=True)
+      t = prg(*raw, global_size=gs, local_size=ls, vals=vals, wait=True)
       best = min(best, t if t is not None else float("inf"))
     return best
 
