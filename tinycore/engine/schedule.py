@@ -113,7 +113,13 @@ def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[B
   if red is not None and red is not out and prod(red.shape) != prod(out.shape): raise _Refuse(red)
   st = ShapeTracker.from_shape(out.shape).reshape(iter_shape) if iter_shape != out.shape else ShapeTracker.from_shape(out.shape)
   value = kb.build(out, st, root=True)
-  store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), UOp(Ops.VIEW, arg=ShapeTracker.from_shape(iter_shape)), value))
+  out_view = UOp(Ops.VIEW, arg=ShapeTracker.from_shape(iter_shape))
+  # an assign whose value reads its target at other elements than the one it writes (x @ w, w.flip(0)) would overwrite
+  # values still to be read: that value is computed into a buffer of its own first
+  if out.op is Ops.ASSIGN and out.srcs[-1].base is not out.srcs[0].base and any(
+      u.op is Ops.LOAD and u.src[0].arg == 0 and u.src[1].arg != out_view.arg for u in value.toposort()):
+    raise _Refuse(out.srcs[-1].base)
+  store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), out_view, value))
   return UOp(Ops.SINK, dtypes.void, (store,)), kb.bufs, kb.inputs
 
 def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
