@@ -2,7 +2,7 @@
 CDNA2/3 (gfx90a, gfx942), the double-precision math of the prelude checked on the host CPU, and runtime tests that run on
 an AMD GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes, importlib.util, math, os, pathlib, shutil, subprocess, sys, tempfile
+import ctypes, math, os, pathlib, shutil, subprocess, sys, tempfile
 import numpy as np
 import pytest
 from tinycore.device import CompileError, DeviceError
@@ -14,11 +14,7 @@ from tinygrad_amd.compiler import AMDCompiler, clang_version, find_clang, toolch
 from tinygrad_amd.renderer import F64_MATH, AMDRenderer, wave_size
 from tinygrad_amd import runtime
 
-# the hand-built kernels are shared by the GPU plugins' tests; they live with the CUDA plugin's
-KERNELS_PY = pathlib.Path(__file__).resolve().parents[2] / "tinygrad-cuda" / "tests" / "kernels.py"
-spec = importlib.util.spec_from_file_location("_tinygrad_amd_test_kernels", KERNELS_PY)
-kernels = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernels)
+from tinycore_conformance import programs as kernels  # hand-built linear programs every renderer must compile
 
 CLANG_WHY = toolchain_unavailable_reason()
 needs_clang = pytest.mark.skipif(CLANG_WHY is not None, reason=f"no amdgcn toolchain: {CLANG_WHY}")

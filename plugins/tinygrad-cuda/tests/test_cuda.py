@@ -1,7 +1,7 @@
 """tinygrad-cuda: the contract without hardware, compile-only rendering + NVRTC (+ ptxas) on real kernels, and runtime
 tests that run on an NVIDIA GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes.util, importlib.util, os, pathlib, subprocess, sys
+import ctypes.util, os, subprocess, sys
 import numpy as np
 import pytest
 from tinycore.device import CompileError, DeviceError
@@ -11,12 +11,7 @@ import tinygrad_cuda
 from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason
 from tinygrad_cuda.renderer import CUDARenderer
 
-def load_kernels():
-  spec = importlib.util.spec_from_file_location("_tinygrad_cuda_test_kernels", pathlib.Path(__file__).with_name("kernels.py"))
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
-kernels = load_kernels()
+from tinycore_conformance import programs as kernels  # hand-built linear programs every renderer must compile
 
 NVRTC_WHY = nvrtc_unavailable_reason()
 needs_nvrtc = pytest.mark.skipif(NVRTC_WHY is not None, reason=f"NVRTC is not usable here: {NVRTC_WHY}")

@@ -2,7 +2,7 @@
 our stand-in <metal_stdlib>: a syntax and type check, nothing runs). On macOS with a GPU the runtime tests run instead of
 skipping."""
 from __future__ import annotations
-import importlib.util, os, pathlib, subprocess, sys
+import os, subprocess, sys
 import numpy as np
 import pytest
 from tinycore.device import CompileError, DeviceError
@@ -12,10 +12,7 @@ import tinygrad_metal
 from tinygrad_metal.compiler import MetalSyntaxCheckCompiler, syntax_check_unavailable_reason
 from tinygrad_metal.renderer import MetalRenderer
 
-KERNELS_PY = pathlib.Path(__file__).resolve().parents[2] / "tinygrad-cuda" / "tests" / "kernels.py"  # shared by the GPU plugins
-spec = importlib.util.spec_from_file_location("_tinygrad_metal_test_kernels", KERNELS_PY)
-kernels = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernels)
+from tinycore_conformance import programs as kernels  # hand-built linear programs every renderer must compile
 
 CXX_WHY = syntax_check_unavailable_reason()
 needs_cxx = pytest.mark.skipif(CXX_WHY is not None, reason=f"metal-syntax-check unavailable: {CXX_WHY}")

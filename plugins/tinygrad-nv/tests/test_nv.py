@@ -2,7 +2,7 @@
 several architectures, the f64 math sequences evaluated on the host instruction by instruction, and runtime tests that
 run on an NVIDIA GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes.util, importlib.util, os, pathlib, re, subprocess, sys
+import ctypes.util, os, re, subprocess, sys
 import numpy as np
 import pytest
 from tinycore.device import CompileError, DeviceError
@@ -14,10 +14,7 @@ from tinygrad_cuda.compiler import PTXASCompiler, find_ptxas
 from tinygrad_nv import f64math
 from tinygrad_nv.ptx import PTXRenderer, ptx_version
 
-KERNELS_PY = pathlib.Path(__file__).resolve().parents[2] / "tinygrad-cuda" / "tests" / "kernels.py"  # shared by the GPU plugins
-spec = importlib.util.spec_from_file_location("_tinygrad_nv_test_kernels", KERNELS_PY)
-kernels = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernels)
+from tinycore_conformance import programs as kernels  # hand-built linear programs every renderer must compile
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install nvidia-cuda-nvcc-cu12)")
 GPU_WHY = tinygrad_nv.check()

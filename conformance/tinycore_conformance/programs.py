@@ -1,6 +1,7 @@
 """Hand-built linear UOp programs, in the forms the code generator emits, covering what a renderer must handle:
 ids, loops with accumulators, symbolic sizes, local memory and barriers, gated loads and stores, every ALU op per dtype,
-every cast and bitcast, and special float constants. Used by the compile-only tests (no codegen needed)."""
+every cast and bitcast, and special float constants. Backends' own compile-only tests use them (no codegen needed):
+`from tinycore_conformance import programs`."""
 from __future__ import annotations
 import math
 from tinycore.dtype import DType, dtypes
