@@ -161,21 +161,24 @@ class Buffer:
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
   def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
   def allocate(self, opaque: Any = None) -> Buffer:
-    if self.is_allocated(): raise RuntimeError("buffer is already allocated")
-    self.allocator = Device[self.device].allocator
+    if hasattr(self, "_buf"): raise RuntimeError("buffer is already allocated")
+    self.allocator = allocator = Device[self.device].allocator
+    nbytes = self.size * self.dtype.itemsize
     if self._base is not None:
       self._base.ensure_allocated()
-      if not hasattr(self.allocator, "_offset"): raise DeviceError(f"device {self.device} does not support buffer views")
-      self._buf = self.allocator._offset(self._base._buf, self.nbytes, self.offset)
+      if not hasattr(allocator, "_offset"): raise DeviceError(f"device {self.device} does not support buffer views")
+      self._buf = allocator._offset(self._base._buf, nbytes, self.offset)
+    elif opaque is not None: self._buf = opaque
     else:
-      self._buf = opaque if opaque is not None else self.allocator.alloc(self.nbytes, self.options)
-      if opaque is None: GlobalCounters.mem_used += self.nbytes
+      self._buf = allocator.alloc(nbytes, self.options)
+      GlobalCounters.mem_used += nbytes
     return self
   def deallocate(self) -> None:
-    if not self.is_allocated(): return
+    if not hasattr(self, "_buf"): return
     if self._base is None and hasattr(self, "allocator"):
-      GlobalCounters.mem_used -= self.nbytes
-      self.allocator.free(self._buf, self.nbytes, self.options)
+      nbytes = self.size * self.dtype.itemsize
+      GlobalCounters.mem_used -= nbytes
+      self.allocator.free(self._buf, nbytes, self.options)
     del self._buf
   def __del__(self) -> None:
     try: self.deallocate()

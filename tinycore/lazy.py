@@ -22,12 +22,12 @@ def _srcs_vals(lbs: tuple[LazyBuffer, ...]) -> dict[UOp, int]:
   ds = [lb.var_vals for lb in lbs if lb.var_vals]
   return {} if not ds else ds[0] if len(ds) == 1 else merge_var_vals(*ds)
 
-def _add_reader(buf: Buffer, lb: LazyBuffer) -> None:
+def _add_reader(buf: Buffer, ref: weakref.ref) -> None:
   if buf.readers is None: buf.readers = []
   elif len(buf.readers) >= 32 and (len(buf.readers) & (len(buf.readers) - 1)) == 0:
     # now and then (at each power of two), drop the readers that are gone or done, so a buffer read on every step stays small
     buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not Ops.BUFFER]
-  buf.readers.append(weakref.ref(lb))
+  buf.readers.append(ref)
 
 def pending_readers(buf: Buffer) -> list[LazyBuffer]:
   """The unrealized lazy ops that read buf (directly, or through a view), alive now."""
@@ -62,8 +62,9 @@ class LazyBuffer:
       self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else \
         Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
       self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
+      ref = None  # one weak reference, in the readers of every source
       for s in (srcs[1:] if op is Ops.ASSIGN else srcs):
-        if (sb := s._base or s).op is not Ops.CONST: _add_reader(sb.buffer, self)
+        if (sb := s._base or s).op is not Ops.CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
   def __repr__(self) -> str:

@@ -193,7 +193,7 @@ class Tensor:
     return create_schedule([t.lazydata for t in (self,) + lst])
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and the others given) now."""
-    run_schedule(*create_schedule_with_vars([t.lazydata for t in (self,) + lst]))
+    run_schedule(*create_schedule_with_vars([self.lazydata, *[t.lazydata for t in lst]]))
     return self
   def contiguous(self) -> Tensor:
     """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is)."""

@@ -79,7 +79,7 @@ class CapturedJit(Generic[ReturnType]):
     # the replay's fast path: every kernel bound once to its buffers (Program.launcher), those reading an input bound
     # again when that input's memory changes. Only kernels whose launch takes no Variables' values can be bound.
     runners = [r for r, _ in self.kernels]
-    self.bindable = all(isinstance(r, CompiledRunner) and not r.p.vars and not r.symbolic_launch for r in runners)
+    self.bindable = all(isinstance(r, CompiledRunner) and r.plain for r in runners)
     self.reads: list[set[int]] = [{k for (j2, _), k in self.input_replace.items() if j2 == j} for j in range(len(self.kernels))]
     self.calls: list[Callable[[], Any] | None] = [None] * len(self.kernels)
     self.bound: list[Any] = [None] * len(input_bufs)  # the inputs' device memory the calls are bound to

@@ -30,11 +30,11 @@ class CompiledRunner(Runner):
     # launch sizes over a symbolic dim are worked out from the Variables' values on every call
     launch = [x for x in [*p.global_size, *(p.local_size or ())] if isinstance(x, UOp)]
     self.symbolic_launch = bool(launch)
+    self.plain = not p.vars and not launch  # a launch that takes no Variables' values
     self.needs = sorted(set(p.vars).union(*(x.vars() for x in launch)), key=lambda v: v.arg)  # every Variable a call takes
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
     p = self.p
-    if not p.vars and not self.symbolic_launch:
-      return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
+    if self.plain: return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
     if (missing := [v.expr for v in self.needs if v not in var_vals]):
       raise ValueError(f"kernel {p.name} needs a value for the Variable {missing[0]}: bind it where the symbolic size is made "
                        f"(Variable({missing[0]!r}, ...).bind(n))")
@@ -44,9 +44,7 @@ class CompiledRunner(Runner):
 
   def launcher(self, bufs: list[Buffer]) -> Callable[[], Any] | None:
     """The kernel bound to these buffers (see Program.launcher); None when its launch takes Variables' values."""
-    p = self.p
-    if p.vars or self.symbolic_launch: return None
-    return self.prg.launcher([b._buf for b in bufs], p.global_size, p.local_size)
+    return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size) if self.plain else None
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)
@@ -147,12 +145,12 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
   var_vals = var_vals or {}
   if capture is None and capturing: capture = capturing[-1]
-  if DEBUG < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
+  if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
   for si in schedule:
     bufs = list(si.bufs)
     for b in bufs:
-      if not hasattr(b, "_buf"): b.ensure_allocated()
+      if not hasattr(b, "_buf"): b.allocate()
     # the in-memory runner cache first (what get_runner does, without a call per kernel)
     runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is Ops.SINK else None
     if runner is None: runner = lower_item(si)

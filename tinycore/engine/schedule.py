@@ -147,16 +147,18 @@ def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
 
 _sched_cache: dict[tuple, list[tuple[UOp, tuple, tuple, tuple]]] = {}
 
-def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int]]:
-  """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads and the
-  values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them)."""
+def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool, bool]:
+  """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads, the
+  values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them) and
+  whether the graph has constants and assigns (what the steps after it may skip)."""
   graph = _graph(outs)
   pos = {b: i for i, b in enumerate(graph)}
   out_bases = {o._base or o for o in outs}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
-  CONST = Ops.CONST
+  CONST, ASSIGN = Ops.CONST, Ops.ASSIGN
+  consts = assigns = False
   for b in graph:
     srcs = []
     if b.var_vals: bound.append(b.var_vals)
@@ -165,14 +167,16 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
       if s.var_vals: bound.append(s.var_vals)
       srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
     # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
-    arg = None if b.op is CONST and b not in out_bases and _lifted(b) else b.arg
+    if (op := b.op) is CONST: consts = True
+    elif op is ASSIGN: assigns = True
+    arg = None if op is CONST and b not in out_bases and _lifted(b) else b.arg
     desc.append((b.op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
   # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
   first: dict[int, int] = {}
   leaf_desc = tuple([(lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list)])
   out_desc = tuple([(0, pos[ob]) if (ob := o._base or o) in pos else (2, ob.dtype) for o in outs])
-  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}
+  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}, consts, assigns
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""
@@ -180,13 +184,14 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
 
 def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
-  key, graph, leaves, var_vals = _structure(outs)
-  if (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
+  key, graph, leaves, var_vals, consts, assigns = _structure(outs)
+  if assigns and (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
   if GRAPH.value or DEBUG.value >= 5: return _fill_consts(_create_schedule(outs)), var_vals
   if (cached := _sched_cache.get(key)) is not None:
     lbs = (graph, leaves)
-    return _fill_consts([ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]),
-                                      tuple([lbs[r][j] for r, j in i])) for ast, bufs, o, i in cached]), var_vals
+    sched = [ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]), tuple([lbs[r][j] for r, j in i]))
+             for ast, bufs, o, i in cached]
+    return _fill_consts(sched) if consts else sched, var_vals
   sched = _fill_consts(_create_schedule(outs))
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
