@@ -26,16 +26,20 @@ def _add_reader(buf: Buffer, ref: weakref.ref) -> None:
   if buf.readers is None: buf.readers = []
   elif len(buf.readers) >= 32 and (len(buf.readers) & (len(buf.readers) - 1)) == 0:
     # now and then (at each power of two), drop the readers that are gone or done, so a buffer read on every step stays small
-    buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not Ops.BUFFER]
+    buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not BUFFER]
   buf.readers.append(ref)
 
 def pending_readers(buf: Buffer) -> list[LazyBuffer]:
   """The unrealized lazy ops that read buf (directly, or through a view), alive now."""
   if not buf.readers: return []
-  live = [(r, x) for r in buf.readers if (x := r()) is not None and x.op is not Ops.BUFFER]
+  live = [(r, x) for r in buf.readers if (x := r()) is not None and x.op is not BUFFER]
   buf.readers = [r for r, _ in live]
   return [x for _, x in live]
 
+# the enum members that the hot paths compare with, as module globals: `Ops.X` is a lookup through the enum's
+# metaclass (~0.1 us each, several per op made and per realize)
+BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
+_FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)  # the ops whose result is always a buffer of its own
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
 # (a tuple: membership tests identity first, where a set would hash the enum in Python)
@@ -59,12 +63,12 @@ class LazyBuffer:
       # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
       # room of its largest value, and kernels write the part the bound values select
       self.op, self.arg, self.srcs = op, arg, srcs
-      self.buffer: Buffer = srcs[0].base.buffer if op is Ops.ASSIGN else \
+      self.buffer: Buffer = srcs[0].base.buffer if op is ASSIGN else \
         Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
-      self.forced_realize = op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)
+      self.forced_realize = op in _FORCED
       ref = None  # one weak reference, in the readers of every source
-      for s in (srcs[1:] if op is Ops.ASSIGN else srcs):
-        if (sb := s._base or s).op is not Ops.CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
+      for s in (srcs[1:] if op is ASSIGN else srcs):
+        if (sb := s._base or s).op is not CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
   def __repr__(self) -> str:
@@ -75,8 +79,8 @@ class LazyBuffer:
   @property
   def realized(self) -> Buffer | None:
     b = self.base
-    return b.buffer if b.op is Ops.BUFFER else None
-  def is_realized(self) -> bool: return self.base.op is Ops.BUFFER
+    return b.buffer if b.op is BUFFER else None
+  def is_realized(self) -> bool: return self.base.op is BUFFER
   def buffer_view(self) -> Buffer:
     """The realized buffer of a base (a view must be made contiguous first)."""
     if self._base is not None or self.op is not Ops.BUFFER: raise RuntimeError("only a realized base has a buffer")
@@ -102,7 +106,7 @@ class LazyBuffer:
     arg = val if isinstance(val, UOp) or (isinstance(val, float) and math.isnan(val)) else dtypes.as_const(val, dtype)
     c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=arg, var_vals=var_vals or {})
     return c.reshape((1,) * len(shape)).expand(shape).bind(var_vals or {})
-  def is_unrealized_const(self) -> bool: return self.base.op is Ops.CONST
+  def is_unrealized_const(self) -> bool: return self.base.op is CONST
   def const_value(self) -> Any: return self.base.arg
 
   def contiguous(self) -> LazyBuffer:
@@ -138,7 +142,7 @@ class LazyBuffer:
     for s in srcs:
       if s.shape != self.shape: raise ValueError(f"{op} shape mismatch: {self.shape} vs {s.shape}")
       if s.device != self.device: raise ValueError(f"{op} device mismatch: {self.device} vs {s.device}")
-    out_dtype = dtypes.bool if op in _COMPARISON else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+    out_dtype = dtypes.bool if op in _COMPARISON else (srcs[-1].dtype if op is WHERE else self.dtype)
     return LazyBuffer.metaop(op, self.shape, out_dtype, self.device, srcs=(self,) + srcs)
   def cast(self, dtype: DType, bitcast: bool = False) -> LazyBuffer:
     if self.dtype == dtype: return self

@@ -54,6 +54,7 @@ class CopyRunner(Runner):
     return time.perf_counter() - st if wait else None
 
 method_cache: dict[tuple[str, UOp, int, int], CompiledRunner] = {}
+SINK = Ops.SINK  # a module global: `Ops.X` is a lookup through the enum's metaclass (see tinycore.lazy)
 
 # *** programs cached on disk: a warm start renders nothing. The key is the AST, the renderer (its settings and the
 # version of the code generator's source) and the optimization mode; the compiler caches the binary by source. ***
@@ -152,7 +153,7 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
     for b in bufs:
       if not hasattr(b, "_buf"): b.allocate()
     # the in-memory runner cache first (what get_runner does, without a call per kernel)
-    runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is Ops.SINK else None
+    runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is SINK else None
     if runner is None: runner = lower_item(si)
     if runner is not None:
       exec_runner(runner, bufs, var_vals)

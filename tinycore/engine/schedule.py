@@ -16,7 +16,7 @@ from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, prod
-from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers
+from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, BUFFER, CONST, ASSIGN
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp
@@ -89,7 +89,7 @@ def _fill_consts(sched: list[ScheduleItem]) -> list[ScheduleItem]:
   """Give the lifted constants among the kernels' inputs their values (once per constant)."""
   for si in sched:
     for x in si.inputs:
-      if x.op is Ops.CONST and not x.buffer.is_allocated(): x.buffer.allocate().copyin(memoryview(bytearray(struct.pack("<f", x.arg))))
+      if x.op is CONST and not x.buffer.is_allocated(): x.buffer.allocate().copyin(memoryview(bytearray(struct.pack("<f", x.arg))))
   return sched
 
 def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer], root: LazyBuffer) -> LazyBuffer | None:
@@ -124,10 +124,13 @@ def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[B
 
 def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   """Unrealized bases reachable from outs, sources before users."""
+  if len(outs) == 1 and (o := outs[0])._base is None and o.op is not BUFFER:  # the common tiny case: one op on realized buffers
+    for s in o.srcs:
+      if (s._base or s).op is not BUFFER: break
+    else: return [o]
   order: list[LazyBuffer] = []
   seen: set[LazyBuffer] = set()
   stack: list[tuple[LazyBuffer, bool]] = [(o.base, False) for o in reversed(outs)]
-  BUFFER = Ops.BUFFER
   while stack:
     b, done = stack.pop()
     if done:
@@ -157,7 +160,6 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
-  CONST, ASSIGN = Ops.CONST, Ops.ASSIGN
   consts = assigns = False
   for b in graph:
     srcs = []
@@ -208,7 +210,7 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
   """What must be realized now because an assign of this graph overwrites a buffer it was written against (a loss
   computed before `opt.step()` and read after it): lazy ops outside the graph that read the old value, directly or
   through ops of the graph that would otherwise fuse away. Ops that read the assign's result come after it anyway."""
-  assigns = [b for b in graph if b.op is Ops.ASSIGN]
+  assigns = [b for b in graph if b.op is ASSIGN]
   if not assigns: return []
   inside = set(graph)
   after = set(assigns)  # graph ops that depend on an assign (the graph lists sources first)
@@ -297,6 +299,6 @@ def mark_realized(items: list[ScheduleItem]) -> None:
   """After running: every scheduled output becomes a plain buffer and drops its sources (freeing the graph)."""
   for it in items:
     for lb in it.outputs:
-      lb.op, lb.srcs, lb.arg = Ops.BUFFER, (), None
+      lb.op, lb.srcs, lb.arg = BUFFER, (), None
 
 __all__: list[Any] = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "mark_realized"]
