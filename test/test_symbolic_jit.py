@@ -20,6 +20,28 @@ def test_elementwise(device):
     assert x.shape == (v, 5)
     close(((x * 2 + 1).exp() - x.relu()).numpy(), np.exp(X[:n] * 2 + 1) - np.maximum(X[:n], 0))
 
+def test_var_std_divide_by_the_bound_size(device):
+  X = rng.standard_normal((16, 3)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 16)
+  for n in SIZES:
+    x = xt[:v.bind(n)]
+    ref = X[:n].var(0, ddof=1) if n > 1 else np.full(3, np.nan, np.float32)  # n = 1: 0/0, NaN as in torch
+    close(x.var(0).numpy(), ref.astype(np.float32))
+    close(x.std(0, correction=0).numpy(), X[:n].std(0))
+
+def test_rand_and_dropout_of_a_symbolic_shape(device):
+  v = Variable("bs", 1, 16)
+  for n in (4, 9):
+    Tensor.manual_seed(3)
+    r = Tensor.rand(v.bind(n), 5).numpy()
+    Tensor.manual_seed(3)
+    # a symbolic size draws for its largest value: the first n rows of the full draw
+    np.testing.assert_equal(r, Tensor.rand(16, 5).numpy()[:n])
+    x = Tensor(np.ones((16, 5), np.float32)).realize()[:v.bind(n)]
+    with Tensor.train():
+      d = x.dropout(0.5).numpy()
+    assert d.shape == (n, 5) and set(np.unique(d)) <= {0.0, 2.0} and 0 < (d == 2).sum() < d.size
+
 def test_reduce_over_symbolic_and_fixed_axis(device):
   X = rng.standard_normal((16, 6)).astype(np.float32)
   xt, v = Tensor(X).realize(), Variable("bs", 1, 16)

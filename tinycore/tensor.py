@@ -403,7 +403,12 @@ class Tensor:
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
     """Uniform in [0, 1). Deterministic under manual_seed, and the same numbers on every device."""
-    shape, device = _shape_arg(*shape), Device.canonicalize(device)
+    bound, shape, device = argfix(*shape), _shape_arg(*shape), Device.canonicalize(device)
+    if not all_int(shape):
+      # a symbolic size draws for its largest value (so the generator moves on by the same amount every call), then
+      # keeps the part the bound values select
+      top = tuple(s if isinstance(s, int) else int(s.vmax) for s in shape)
+      return Tensor.rand(*top, device=device, dtype=dtype, contiguous=contiguous, **kwargs).shrink(tuple((0, s) for s in bound))
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt): raise TypeError(f"rand needs a float dtype, got {dt}")
     bits = Tensor._random_bits(prod(shape), device)
@@ -1680,14 +1685,17 @@ class Tensor:
     """Arithmetic mean over axis (ints give a float); NaN for an empty reduction."""
     out = self._float().sum(axis, keepdim)
     n = ssimplify(prod(s for i, s in enumerate(self.shape) if i in self._axes(axis)))
-    # over a symbolic dim the count is symbolic too: a constant whose value the kernel reads from the bound Variable
-    if isinstance(n, UOp): return out / Tensor(LazyBuffer.const_of(n, out.dtype, self.device, (), self.lazydata.var_vals), requires_grad=False)
+    if isinstance(n, UOp): return out / self._symbolic_count(n, out)
     return out / n if n else out * math.nan
+  def _symbolic_count(self, n: UOp, like: Tensor) -> Tensor:
+    # a count over symbolic dims: a constant whose value the kernel works out from this tensor's bound Variables
+    return Tensor(LazyBuffer.const_of(n, like.dtype, self.device, (), self.lazydata.var_vals), requires_grad=False)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over axis with Bessel's correction (correction=1) by default."""
     x = self._float()
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
-    n = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
+    n = ssimplify(prod(s for i, s in enumerate(self.shape) if i in self._axes(axis)))
+    if isinstance(n, UOp): return sq / self._symbolic_count((n - correction).maximum(0), sq)  # n - correction <= 0: inf or NaN
     return sq / max(0, n - correction) if n - correction > 0 else sq * math.inf if n else sq * math.nan
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over axis."""
