@@ -144,6 +144,7 @@ class Buffer:
   # weak references to the unrealized lazy ops that read this buffer (kept by tinycore.lazy): an assign that overwrites
   # it computes them first, so they see the value they were written against
   readers: list | None = None
+  fill: bytes | None = None  # written into the buffer when it is allocated (a lifted constant's value)
   def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: BufferSpec | None = None,
                initial_value: bytes | None = None, base: Buffer | None = None, offset: int = 0):
     if isinstance(dtype, type) or not hasattr(dtype, "itemsize"): raise TypeError(f"dtype must be a DType, got {dtype!r}")
@@ -172,6 +173,7 @@ class Buffer:
     else:
       self._buf = allocator.alloc(nbytes, self.options)
       GlobalCounters.mem_used += nbytes
+      if self.fill is not None: self.copyin(memoryview(self.fill))
     return self
   def deallocate(self) -> None:
     if not hasattr(self, "_buf"): return

@@ -86,10 +86,11 @@ def _lifted(base: LazyBuffer) -> bool:
   return base.dtype is dtypes.float32 and isinstance(v, float) and math.isfinite(v) and v not in (0.0, 1.0, -1.0)
 
 def _fill_consts(sched: list[ScheduleItem]) -> list[ScheduleItem]:
-  """Give the lifted constants among the kernels' inputs their values (once per constant)."""
+  """Give the lifted constants among the kernels' inputs their values, written when their buffers are allocated (at
+  run time: a compile-only schedule allocates nothing)."""
   for si in sched:
     for x in si.inputs:
-      if x.op is CONST and not x.buffer.is_allocated(): x.buffer.allocate().copyin(memoryview(bytearray(struct.pack("<f", x.arg))))
+      if x.op is CONST and x.buffer.fill is None: x.buffer.fill = struct.pack("<f", x.arg)
   return sched
 
 def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer], root: LazyBuffer) -> LazyBuffer | None:
