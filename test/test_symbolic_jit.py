@@ -181,3 +181,15 @@ def test_jit_train_step_for_several_batch_sizes(device):
     assert abs(loss.item() - ref) < 1e-5, (n, loss.item(), ref)
     for p, q in zip(params, w): close(p.numpy(), q)
   assert step.cnt == 2 and len(method_cache) == compiled
+
+def test_reshape_with_minus_one(device):
+  X = rng.standard_normal((10, 4, 3)).astype(np.float32)
+  xt, v = Tensor(X).realize(), Variable("bs", 1, 10)
+  for n in (3, 7):
+    x = xt[:v.bind(n)]
+    close(x.reshape(-1, 2).numpy(), X[:n].reshape(-1, 2))
+    close(x.reshape(x.shape[0], -1).numpy(), X[:n].reshape(n, -1))
+    assert x.reshape(-1, 12).shape == (v, 12)
+    close(x.reshape(-1).sum().numpy(), np.float32(X[:n].sum()), tol=1e-4)
+    with pytest.raises(ValueError, match=r"cannot infer the -1 of reshape \(-1, 5\) from \(bs, 4, 3\)"): x.reshape(-1, 5)
+    with pytest.raises(ValueError, match="one -1 at most"): x.reshape(-1, -1)

@@ -509,12 +509,26 @@ class Tensor:
     return mask.where(self, 0) * (1 / (1 - p))
 
   # *** movement ***
+  def _infer_symbolic_dim(self, new_shape: list) -> list:
+    # the -1 of a reshape with symbolic sizes: equal dims on both sides cancel, the rest must divide exactly
+    if sum(isinstance(s, int) and s < 0 for s in new_shape) != 1 or any(isinstance(s, int) and s < -1 for s in new_shape):
+      raise ValueError(f"bad reshape target {tuple(new_shape)}: one -1 at most, other sizes non-negative")
+    left, right = list(self.shape), [s for s in new_shape if not (isinstance(s, int) and s == -1)]
+    for s in list(right):
+      if (i := next((i for i, t in enumerate(left) if _same(s, t)), None)) is not None: left.pop(i), right.remove(s)
+    total, known = ssimplify(prod(left)), ssimplify(prod(right))
+    inferred = ssimplify(total // known) if isinstance(known, int) and known > 0 else None
+    if inferred is None or not _same(ssimplify(inferred * known), total):
+      def show(xs: Any) -> str: return "(" + ", ".join(x.render() if isinstance(x, UOp) else str(x) for x in xs) + ")"
+      raise ValueError(f"cannot infer the -1 of reshape {show(new_shape)} from {show(self.shape)}: "
+                       f"{show([total])[1:-1]} is not a known multiple of {show([known])[1:-1]}")
+    return [inferred if isinstance(s, int) and s == -1 else s for s in new_shape]
   def reshape(self, shape: Any, *args: Any) -> Tensor:
     """A view with a new shape of the same number of elements; one dim may be -1, None keeps that dim."""
     new_shape = [_sym(s) if s is not None else self.shape[i] for i, s in enumerate(argfix(shape, *args))]
     if any(isinstance(s, UOp) for s in new_shape + list(self.shape)):
       # symbolic: the sizes cannot be compared here; the ShapeTracker checks what it can
-      if any(isinstance(s, int) and s < 0 for s in new_shape): raise ValueError(f"bad reshape target {tuple(new_shape)}: no -1 with symbolic sizes")
+      if any(isinstance(s, int) and s < 0 for s in new_shape): new_shape = self._infer_symbolic_dim(new_shape)
       return _bind(self if all(_same(a, b) for a, b in zip(new_shape, self.shape)) and len(new_shape) == self.ndim else
                    F.Reshape.apply(self, shape=tuple(new_shape)), _bound_vals(shape, args))
     for s in new_shape:
