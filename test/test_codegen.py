@@ -67,3 +67,15 @@ def test_broadcast_window_views_collapse(reduce):
   assert all(len(st.views) == 1 for st in k.sts), k.sts
   ref = np.broadcast_to(g, (2, 3, 3, 2, 3, 2)).reshape(2, 3, 6, 6) * x
   np.testing.assert_array_equal(out.numpy(), ref.sum(1) if reduce else ref)
+
+def test_buffer_whose_loads_simplify_away_keeps_its_parameter(device):
+  # no single view is empty, but lowering proves the load never valid (the shrink only reaches the lower view's padding):
+  # the buffer's parameter stays in the kernel's signature, so the buffers after it arrive where the kernel reads them
+  an, cn = np.array([1., 2, 3, 4], np.float32), np.array([[10., 20.]], np.float32)
+  a, c = Tensor(an).realize(), Tensor(cn).realize()
+  out = a.pad(((0, 2),)).reshape(2, 3)[1:2, 1:3] + c
+  (si,) = out.schedule()
+  assert len(si.bufs) == 3 and sum(u.op is Ops.DEFINE_GLOBAL for u in si.ast.toposort()) == 3
+  p = get_program(Kernel(si.ast, Device[device].renderer), device)
+  assert sorted(u.arg for u in p.uops if u.op is Ops.DEFINE_GLOBAL) == [0, 1, 2]
+  np.testing.assert_array_equal(out.numpy(), np.pad(an, (0, 2)).reshape(2, 3)[1:2, 1:3] + cn)

@@ -75,3 +75,11 @@ def test_two_reduces_make_two_kernels(device):
   assert kernels(m) == 2
   an = a.numpy()
   np.testing.assert_allclose(m.numpy(), np.exp(an - an.max(1, keepdims=True)).sum(1), rtol=1e-5)
+
+def test_padding_only_view_passes_no_buffer(device):
+  # a view that selects only padding reads nothing: its buffer is no kernel argument, and the others keep their places
+  a, c = Tensor([1., 2, 3, 4]).realize(), Tensor([10., 20.]).realize()
+  out = a.pad(((0, 3),))[4:6] + c
+  sched = out.schedule()
+  assert len(sched) == 1 and a.lazydata.buffer not in sched[0].bufs and c.lazydata.buffer in sched[0].bufs
+  np.testing.assert_array_equal(out.numpy(), np.pad(np.array([1., 2, 3, 4]), (0, 3))[4:6] + np.array([10., 20.]))

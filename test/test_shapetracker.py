@@ -26,7 +26,7 @@ def movement_chains(draw):
     elif op == "reshape":
       n = int(np.prod(cur))
       d = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
-      arg = draw(st.sampled_from([(d, n // d), (n // d, 1, d), (n,)]))
+      arg = draw(st.sampled_from([(d, n // d), (n // d, 1, d), (n,)] + ([()] if n == 1 else [])))  # a single element may become 0-d
     elif op == "expand": arg = tuple(draw(st.integers(1, 3)) if s == 1 else s for s in cur)
     elif op == "pad": arg = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in cur)
     elif op == "shrink":
@@ -74,3 +74,12 @@ def test_movement_is_zero_copy_index_math():
 
 def test_bad_reshape_names_shapes():
   with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 2\)"): ShapeTracker.from_shape((2, 3)).reshape((4, 2))
+
+def test_fully_masked_view_stays_masked_at_0d():
+  # an element taken from the padding, then made 0-d: a 0-d view has no dim to hold the empty mask, it must not turn valid
+  s = ShapeTracker.from_shape((1,)).pad(((1, 0),)).shrink(((0, 1),)).reshape(())
+  idx, valid = s.to_indexed_uops([])
+  assert valid.op is Ops.CONST and valid.arg is False, f"the padding element reads the buffer: {s}"
+  # and back to 1-d, broadcast, merged with the view below: still nothing valid
+  s2 = s.reshape((1,)).expand((3,))
+  assert all(s2.to_indexed_uops([UOp.const(dtypes.int32, i)])[1].arg is False for i in range(3))

@@ -123,6 +123,13 @@ def test_cumulative_long_axis():
   check(lambda t: t.cummax(0), lambda t: t.cummax(0).values, [y], "CLANG", grad=False)
   check(lambda t: t.cummin(0), lambda t: t.cummin(0).values, [y], "CLANG", grad=False)
 
+def test_masked_0d_and_empty_prod(dev):
+  # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1
+  assert Tensor([0.5], device=dev).pad(((1, 0),))[0].item() == torch.nn.functional.pad(torch.tensor([0.5]), (1, 0))[0].item() == 0.0
+  assert Tensor([0.5], device=dev).pad(((1, 0),), value=2.0)[0].item() == 2.0
+  assert Tensor([], device=dev).prod().item() == torch.tensor([]).prod().item() == 1.0
+  assert Tensor.zeros(0, 3, device=dev).prod(0).tolist() == torch.zeros(0, 3).prod(0).tolist()
+
 def test_cumulative_dtypes_edges(dev):
   i = np.array([[1, 2, 3], [4, -5, 6]], np.int8)
   c = Tensor(i, device=dev).cumsum(1)

@@ -113,6 +113,7 @@ REDUCE = [TC(n, "reduce", ins, e, r, rtol=1e-5, atol=1e-4, dtype=F32) for n, ins
   ("reduce then elementwise", (f32(6, 10), f32(6, 1)), "(a.sum(axis=1, keepdim=True) * b + a).max(axis=1)",
    "(a.sum(axis=1, keepdims=True) * b + a).max(axis=1)"),
   ("argmax", (f32(5, 12),), "a.argmax(axis=1)", "a.argmax(axis=1)"),
+  ("prod of nothing", (f32(0),), "a.prod()", "np.prod(a)"),
 ]]
 
 MOVEMENT = [TC(n, "movement", ins, e, r, rtol=0, atol=0, dtype=F32) for n, ins, e, r in [
@@ -129,6 +130,11 @@ MOVEMENT = [TC(n, "movement", ins, e, r, rtol=0, atol=0, dtype=F32) for n, ins, 
   ("cat", (f32(2, 3), f32(4, 3)), "a.cat(b, dim=0)", "np.concatenate([a, b], axis=0)"),
   ("stack", (f32(2, 3), f32(2, 3)), "a.stack(b, dim=1)", "np.stack([a, b], axis=1)"),
   ("pad of a sum", (f32(3, 4),), "(a + 1).pad(((1, 1), (1, 1))).exp2()", "np.exp2(np.pad(a + 1, ((1, 1), (1, 1))))"),
+  # views that select only padding: the buffer behind them is read by no kernel, the buffers after it keep their places
+  ("padding only, beside a buffer", (f32(4), f32(2)), "a.pad(((0, 3),))[4:6] + b", "np.pad(a, (0, 3))[4:6] + b"),
+  ("padding only, through a reshape", (f32(4), f32(1, 2)), "a.pad(((0, 2),)).reshape(2, 3)[1:2, 1:3] + b",
+   "np.pad(a, (0, 2)).reshape(2, 3)[1:2, 1:3] + b"),
+  ("padding element as 0-d", (f32(1),), "a.pad(((1, 0),))[0] + 0", "np.pad(a, (1, 0))[0]"),
 ]]
 MOVEMENT = [TC(c.name, c.group, c.inputs, c.expr, c.ref, rtol=1e-6, atol=1e-6, dtype=F32) if "exp2" in c.expr else c for c in MOVEMENT]
 

@@ -66,6 +66,10 @@ def get_kernel(ast: UOp, renderer: Renderer) -> Kernel:
 def get_program(k: Kernel, device: str) -> ProgramSpec:
   name = k.name
   sink = graph_rewrite(lower(k), symbolic)
+  # the parameters are the AST's buffers, every one: the scheduler passes exactly those (ScheduleItem.bufs), so a buffer
+  # whose loads simplified away must still take its place in the signature, or later arguments would shift
+  if (gone := sorted((u for u in k.ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in sink.sparents()), key=lambda u: u.arg)):
+    sink = UOp(Ops.SINK, dtypes.void, sink.src + tuple(gone))
   uops = linearize(sink)
   if DEBUG >= 5:
     for i, u in enumerate(uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):22s} {[uops.index(s) if s in uops else '-' for s in u.src]} {u.arg!r}")

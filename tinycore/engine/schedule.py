@@ -6,7 +6,10 @@ space onto its buffer. Fusion rules:
 - elementwise ops fuse into each other, into the reduce that consumes them, and into the store after a reduce;
 - a buffer whose value reaches two kernels is computed once (it becomes a kernel of its own);
 - movement ops never copy: they only compose ShapeTrackers;
-- a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first).
+- a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first);
+- a view that selects only padding is a zero: its buffer is no input of the kernel. The kernel's buffers (`bufs`,
+  output first) are exactly the DEFINE_GLOBALs of its AST, numbered by position; the code generator declares every one
+  of them as a parameter, so what a runner passes and what a kernel takes come from this one list.
 A float32 constant (other than 0 and +-1, which the simplifier folds) is a kernel input: a one-element buffer holding
 its value, so `x * 0.37` and `x * 0.42` share one compiled kernel (and one cached schedule)."""
 from __future__ import annotations
@@ -43,6 +46,8 @@ class _KernelBuilder:
     self.memo: dict[tuple[LazyBuffer, ShapeTracker, bool], UOp] = {}
 
   def load(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
+    # a view that selects no element (padding only) reads nothing: a zero, and the buffer is no argument of the kernel
+    if _never_valid(st): return UOp(Ops.CONST, base.dtype, (UOp(Ops.VIEW, arg=st),), dtypes.as_const(0, base.dtype))
     buf = base.buffer
     if buf not in self.bufs: self.bufs.append(buf)
     if base not in self.inputs: self.inputs.append(base)
@@ -79,6 +84,10 @@ class _KernelBuilder:
       if any(v.mask is not None for v in st.views) and self.has_unsafe_pad(base) and not root: raise _Refuse(base)
       return UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg)
     raise RuntimeError(f"cannot build a kernel from {base.op}")
+
+def _never_valid(st: ShapeTracker) -> bool:
+  """Whether every element of st is masked out (a view with an empty mask somewhere in the stack)."""
+  return any(v.mask is not None and any(isinstance(b, int) and isinstance(e, int) and b >= e for b, e in v.mask) for v in st.views)
 
 def _lifted(base: LazyBuffer) -> bool:
   """Whether a CONST base becomes a kernel input (a one-element buffer) instead of a literal in the kernel's code."""

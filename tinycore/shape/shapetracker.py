@@ -76,7 +76,9 @@ class ShapeTracker:
         k = pos[clause.src[0].src[0]]
         mask[k] = (max(mask[k][0], clause.src[0].src[1].arg), mask[k][1])
       else: return None
-    if valid.op is Ops.CONST and valid.arg is False: mask = [(0, 0)] * len(top.shape)
+    if valid.op is Ops.CONST and valid.arg is False:
+      if not top.shape: return None  # a 0-d view cannot carry "nothing valid" (see View.reshape)
+      mask = [(0, 0)] * len(top.shape)
     strides = tuple(terms.get(v, 0) for v in idxs)
     # an out-of-mask element must not need an index; a linear index for the in-mask elements is enough
     return View.create(top.shape, strides, offset, tuple(mask))

@@ -96,7 +96,10 @@ class View:
     """Reshape in place where the memory layout allows it; None means a new View must be stacked on top."""
     if self.shape == new_shape: return self
     if 0 in self.shape or self.contiguous: return View.create(new_shape)
-    if self.mask is not None and any(b == e for b, e in self.mask): return View.create(new_shape, mask=((0, 0),) * len(new_shape))
+    if self.mask is not None and any(b == e for b, e in self.mask):
+      # nothing is valid; a 0-d view has no dim to carry an empty mask (an empty mask tuple means "all valid"), so the
+      # masked view stays below a new one
+      return View.create(new_shape, mask=((0, 0),) * len(new_shape)) if new_shape else None
     old = [(s, st, m) for s, st, m in zip(self.shape, self.strides, self.mask or [(0, s) for s in self.shape]) if s != 1]
     new = [s for s in new_shape if s != 1]
     new_strides: list[sint] = []
