@@ -1,6 +1,8 @@
 """Scheduler fusion rules, asserted as kernel counts and checked against numpy."""
 import numpy as np
-from tinycore import Tensor
+import pytest
+from tinycore import Tensor, TinyJit
+from tinycore.nn.optim import SGD
 from tinycore.ops import Ops
 
 def kernels(*ts: Tensor) -> int: return sum(si.ast.op is Ops.SINK for si in ts[0].schedule(*ts[1:]))
@@ -83,3 +85,51 @@ def test_padding_only_view_passes_no_buffer(device):
   sched = out.schedule()
   assert len(sched) == 1 and a.lazydata.buffer not in sched[0].bufs and c.lazydata.buffer in sched[0].bufs
   np.testing.assert_array_equal(out.numpy(), np.pad(np.array([1., 2, 3, 4]), (0, 3))[4:6] + np.array([10., 20.]))
+
+def test_assigns_reading_each_others_old_values(device):
+  # each value is built from the OLD a and b (as numpy computes it): the kernels would wait on each other, so one value
+  # is computed into a buffer of its own first
+  an, bn = np.random.default_rng(1).standard_normal((2, 4, 3)).astype(np.float32)
+  a, b = Tensor(an).realize(), Tensor(bn).realize()
+  na, nb = a - 0.1 * b * a.sin(), b - 0.1 * a.exp()
+  a.assign(na)
+  b.assign(nb)
+  Tensor.realize(a, b)
+  np.testing.assert_allclose(a.numpy(), an - 0.1 * bn * np.sin(an), rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), bn - 0.1 * np.exp(an), rtol=1e-6)
+  # a swap through old views, and a third assign reading both old values
+  c = Tensor(np.zeros((4, 3), np.float32)).realize()
+  a0, b0 = a * 1, b * 1
+  a.assign(b0)
+  b.assign(a0)
+  c.assign(a0 - b0)
+  Tensor.realize(a, b, c)
+  want_a, want_b = bn - 0.1 * np.exp(an), an - 0.1 * bn * np.sin(an)
+  np.testing.assert_allclose(a.numpy(), want_a, rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-6)
+  np.testing.assert_allclose(c.numpy(), want_b - want_a, rtol=1e-5, atol=1e-6)
+
+def test_sgd_over_parameters_with_mutual_gradients(device):
+  # d/da depends on b and d/db on a, elementwise: both updates fuse with reads of the other parameter's old value
+  torch = pytest.importorskip("torch")
+  an, bn = np.random.default_rng(2).standard_normal((2, 5)).astype(np.float32)
+  ta, tb = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+  topt = torch.optim.SGD([ta, tb], lr=0.1)
+  a, b = Tensor(an, requires_grad=True), Tensor(bn, requires_grad=True)
+  opt = SGD([a, b], lr=0.1)
+  def loss(a, b): return (a * b).sum() + (a * a * b).sum() * 0.5
+  @TinyJit
+  def step():
+    opt.zero_grad()
+    loss(a, b).backward()
+    opt.step()
+  old, Tensor.training = Tensor.training, True
+  try:
+    for _ in range(4):  # the first two run, the third captures, the fourth replays
+      step()
+      topt.zero_grad()
+      loss(ta, tb).backward()
+      topt.step()
+      np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5, atol=1e-6)
+  finally: Tensor.training = old

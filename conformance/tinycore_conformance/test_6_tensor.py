@@ -270,6 +270,23 @@ def test_assign(target, repro):
   for _ in range(3): w.assign(w * 2 + 1).realize()
   close(w.numpy(), np.arange(6) * 8.0 + 7, 0, 0, "three in-place w.assign(w*2+1)")
 
+@pytest.mark.cap("assign (two, each reading the other's old value)")
+def test_assign_old_values(target, repro):
+  """Two in-place updates built from the old values of both buffers (SGD over parameters whose gradients depend on
+  each other): the scheduler orders (and, where they would wait on each other, splits) the kernels so both see the old values."""
+  repro.add(f"import numpy as np\nfrom tinycore import Tensor\na = Tensor(np.arange(4, dtype=np.float32), device={target.device!r}).realize()\n"
+            f"b = Tensor(np.arange(4, dtype=np.float32) * 2 + 1, device={target.device!r}).realize()\nna, nb = a - b * 0.5, b - a * 0.25\n"
+            "a.assign(na)\nb.assign(nb)\nTensor.realize(a, b)\nprint(a.numpy(), b.numpy())  # expected [-0.5 -0.5 -0.5 -0.5] [1. 2.75 4.5 6.25]")
+  target.require_runtime()
+  an, bn = np.arange(4, dtype=np.float32), np.arange(4, dtype=np.float32) * 2 + 1
+  a, b = Tensor(an, device=target.device).realize(), Tensor(bn, device=target.device).realize()
+  na, nb = a - b * 0.5, b - a * 0.25
+  a.assign(na)
+  b.assign(nb)
+  Tensor.realize(a, b)
+  close(a.numpy(), an - bn * 0.5, 0, 0, "a.assign(a - b*0.5) beside b.assign(b - a_old*0.25)")
+  close(b.numpy(), bn - an * 0.25, 0, 0, "b.assign(b - a_old*0.25) beside a.assign(a - b*0.5)")
+
 @pytest.mark.cap("copy to and from PYTHON")
 def test_cross_device(target, repro):
   target.require_runtime()

@@ -7,6 +7,10 @@ space onto its buffer. Fusion rules:
 - a buffer whose value reaches two kernels is computed once (it becomes a kernel of its own);
 - movement ops never copy: they only compose ShapeTrackers;
 - a padded view is never pushed through an op where f(0) != 0 (the padded input is computed first);
+- an assign is written after every kernel that reads the value it overwrites. Where two assigns read each other's old
+  values (SGD over two parameters whose gradients depend on each other) the kernels would wait on each other: one of
+  them computes its value into a buffer of its own first, then copies it in (every assign sees the old values, as
+  numpy would compute them);
 - a view that selects only padding is a zero: its buffer is no input of the kernel. The kernel's buffers (`bufs`,
   output first) are exactly the DEFINE_GLOBALs of its AST, numbered by position; the code generator declares every one
   of them as a parameter, so what a runner passes and what a kernel takes come from this one list.
@@ -31,6 +35,14 @@ class ScheduleItem:
   bufs: tuple[Buffer, ...]
   outputs: tuple[LazyBuffer, ...] = field(default=(), compare=False)
   inputs: tuple[LazyBuffer, ...] = field(default=(), compare=False)  # the lazy bases whose buffers it reads
+
+class _AssignCycle(Exception):
+  """Kernels that wait on each other (two assigns reading each other's old values): the assigns on the cycle."""
+  def __init__(self, assigns: list[LazyBuffer]): self.assigns = assigns
+
+class _OwnValues(tuple):
+  """A schedule cache entry: the graph positions of the assigns whose values get buffers of their own (see
+  _own_value), after which the graph has a schedule (cached under its own key)."""
 
 class _Refuse(Exception):
   """A fusion turned out invalid: the base named here must become a kernel of its own."""
@@ -198,13 +210,22 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
   key, graph, leaves, var_vals, consts, assigns = _structure(outs)
   if assigns and (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
-  if GRAPH.value or DEBUG.value >= 5: return _fill_consts(_create_schedule(outs)), var_vals
-  if (cached := _sched_cache.get(key)) is not None:
+  cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
+  if type(cached) is _OwnValues:
+    for i in cached: _own_value(graph[i])
+    return create_schedule_with_vars(outs)
+  if cached is not None:
     lbs = (graph, leaves)
     sched = [ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]), tuple([lbs[r][j] for r, j in i]))
              for ast, bufs, o, i in cached]
     return _fill_consts(sched) if consts else sched, var_vals
-  sched = _fill_consts(_create_schedule(outs))
+  try: sched = _fill_consts(_create_schedule(outs))
+  except _AssignCycle as c:
+    if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
+      raise RuntimeError("cycle in the schedule: kernels wait on each other (an assign reads its own target through another view?)") from None
+    _sched_cache[key] = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
+    return create_schedule_with_vars(outs)
+  if GRAPH.value or DEBUG.value >= 5: return sched, var_vals
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
   for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = (0, i)
@@ -215,6 +236,15 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
   return sched, var_vals
+
+def _own_value(a: LazyBuffer) -> bool:
+  """Give assign `a` a kernel of its own that computes its value into a new buffer; `a` becomes a copy of that buffer.
+  The value's reads of other assigns' old targets then happen in that kernel, before any of them is written. False
+  where the value already is such a buffer (it cannot help)."""
+  v = a.srcs[1]
+  if v._base is None and v.op is Ops.CONTIGUOUS: return False
+  a.srcs = (a.srcs[0], LazyBuffer.metaop(Ops.CONTIGUOUS, v.shape, v.dtype, v.device, srcs=(v,)))
+  return True
 
 def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> list[LazyBuffer]:
   """What must be realized now because an assign of this graph overwrites a buffer it was written against (a loss
@@ -282,14 +312,17 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
       deps[b] |= {o for o, oit in items.items() if o is not b and not old.isdisjoint(oit.inputs)}
   order: list[LazyBuffer] = []
   state: dict[LazyBuffer, int] = {}
+  path: list[LazyBuffer] = []
   def visit(b: LazyBuffer) -> None:
     if state.get(b) == 2: return
     if state.get(b) == 1:
       if DEBUG >= 6:
         for x, d in deps.items(): print(id(x) % 10000, x.op, [(id(y) % 10000, y.op) for y in d])
-      raise RuntimeError("cycle in the schedule (an assign reads its own target through another view?)")
+      raise _AssignCycle([x for x in path[path.index(b):] if x.op is Ops.ASSIGN])
     state[b] = 1
+    path.append(b)
     for d in sorted(deps[b], key=graph.index): visit(d)
+    path.pop()
     state[b] = 2
     order.append(b)
   for b in graph:
