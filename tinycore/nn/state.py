@@ -169,7 +169,7 @@ def safe_load(fn: str | os.PathLike | bytes | Tensor, device: str | None = None)
   out: dict[str, Tensor] = {}
   for k, dt, shape, b, e in _safe_entries(header, len(data) - start, name):
     raw = data[start + b:start + e]
-    if dt == dtypes.bool: t = Tensor(np.frombuffer(raw, np.uint8).reshape(shape) != 0, device=device)  # any nonzero byte is True
+    if dt == dtypes.bool: t = Tensor((np.frombuffer(raw, np.uint8) != 0).reshape(shape), device=device)  # any nonzero byte is True
     elif dt == dtypes.bfloat16: t = Tensor(bf16_to_f32(np.frombuffer(raw, np.uint16)).reshape(shape), dtype=dtypes.bfloat16, device=device)
     elif prod(shape) == 0: t = Tensor.zeros(*shape, dtype=dt, device=device) if shape else Tensor.zeros(0, dtype=dt, device=device)
     else: t = Tensor(np.frombuffer(raw, to_np_dtype(dt)).copy().reshape(shape), dtype=dt, device=device)
@@ -244,7 +244,7 @@ def _rebuild_tensor(storage: _Storage, storage_offset: int, size: tuple[int, ...
       raise TorchLoadError(f"tensor of size {size} has {n} elements from a storage of {len(arr)}: refusing to expand it by more than "
                            f"{_PT_MAX_EXPAND} bytes")
     view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size, strides=tuple(s * arr.itemsize for s in stride))
-  data = np.ascontiguousarray(view)
+  data = np.ascontiguousarray(view).reshape(size)  # (ascontiguousarray makes a 0-d tensor 1-d)
   if storage.bf16: return Tensor(bf16_to_f32(data), dtype=dtypes.bfloat16)
   return Tensor(data.copy())
 
