@@ -12,6 +12,7 @@ from tinycore.uop.symbolic import symbolic
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError  # noqa: F401
 from tinycore.codegen.lowerer import lower
 from tinycore.codegen.linearize import linearize
+from tinycore.codegen.safediv import guard_division
 from tinycore.codegen.heuristic import hand_coded_optimizations
 
 @dataclass
@@ -65,7 +66,7 @@ def get_kernel(ast: UOp, renderer: Renderer) -> Kernel:
 
 def get_program(k: Kernel, device: str) -> ProgramSpec:
   name = k.name
-  sink = graph_rewrite(lower(k), symbolic)
+  sink = guard_division(graph_rewrite(lower(k), symbolic))  # after folding: the bounds of what is left decide
   uops = linearize(sink)
   if DEBUG >= 5:
     for i, u in enumerate(uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):22s} {[uops.index(s) if s in uops else '-' for s in u.src]} {u.arg!r}")
