@@ -98,8 +98,10 @@ def cache_dir() -> pathlib.Path:
 
 def _cache_path(table: str, key: str) -> pathlib.Path:
   # the table names a toolchain (any characters): a readable prefix plus a hash keeps the folder name safe and unique
+  # (the entry format is hashed in too: a tinycore writing bare entries into a shared folder never reads these, nor these it)
   safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in table)[:40]
-  return cache_dir() / f"{safe}-{hashlib.sha256(table.encode()).hexdigest()[:16]}" / hashlib.sha256(key.encode()).hexdigest()
+  folder = f"{safe}-{hashlib.sha256((table + chr(0) + _CACHE_MAGIC.decode()).encode()).hexdigest()[:16]}"
+  return cache_dir() / folder / hashlib.sha256(key.encode()).hexdigest()
 
 def _cache_problem(raw: bytes) -> str | None:
   if len(raw) < _CACHE_HEAD: return f"{len(raw)} bytes, shorter than an entry's header" if raw else "empty"
