@@ -44,6 +44,36 @@ def test_two_processes_compiling_at_once(tmp_path):
   assert all("[1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0]" in o[0] for o in outs)
   assert "[1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0]" in run(PROG, TINYCORE_CACHE_DIR=tmp_path).stdout
 
+def _entries(root) -> list:
+  return [p for p in root.rglob("*") if p.is_file()]
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "corrupt"])
+def test_damaged_cache_entry_is_rebuilt(tmp_path, damage):
+  """Every entry (the compiled .so, the pickled program) damaged on disk: the next run warns naming the entry, discards
+  it and compiles again, with the right answer; the run after that is clean (issue 11: once SIGBUS / OSError forever)."""
+  first = run(COUNT_COMPILES, TINYCORE_CACHE_DIR=tmp_path)
+  assert first.returncode == 0, first.stderr
+  entries = _entries(tmp_path)
+  assert entries
+  for p in entries:
+    raw = p.read_bytes()
+    if damage == "truncate": p.write_bytes(raw[:len(raw) // 2])
+    elif damage == "empty": p.write_bytes(b"")
+    else: p.write_bytes(raw[:-40] + bytes(b ^ 0x5A for b in raw[-40:]))  # the payload's tail: a pickle's or a .so's bytes
+  second = run("import warnings; warnings.simplefilter('always')\n" + COUNT_COMPILES, TINYCORE_CACHE_DIR=tmp_path)
+  assert second.returncode == 0, second.stderr
+  assert "[1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0]" in second.stdout and int(second.stdout.split("compiles")[1]) >= 1
+  assert "damaged" in second.stderr and "it will be rebuilt" in second.stderr and str(entries[0].parent.parent) in second.stderr
+  third = run(COUNT_COMPILES, TINYCORE_CACHE_DIR=tmp_path)
+  assert "damaged" not in third.stderr and int(third.stdout.split("compiles")[1]) == 0
+
+def test_cache_folders_are_private(tmp_path):
+  root = tmp_path / "c"
+  assert run(PROG, TINYCORE_CACHE_DIR=root).returncode == 0
+  for p in [root, *root.rglob("*")]:
+    mode = p.stat().st_mode & 0o777
+    assert mode & 0o077 == 0, f"{p} is {oct(mode)}: the cache holds code this process runs, only its owner may write it"
+
 @pytest.mark.parametrize("dev", ["CLANG", "PYTHON"])
 def test_debug_levels(dev):
   d2 = run(PROG, DEBUG=2, DEV=dev).stdout

@@ -102,7 +102,10 @@ def test_model_through_safetensors(tmp_path):
 
 def _g(mod: str, name: str) -> bytes: return b"c" + mod.encode() + b"\n" + name.encode() + b"\n"
 def _s(x: str) -> bytes: return b"X" + struct.pack("<I", len(x.encode())) + x.encode()
-def _i(n: int) -> bytes: return b"J" + struct.pack("<i", n)
+def _i(n: int) -> bytes:
+  if -2**31 <= n < 2**31: return b"J" + struct.pack("<i", n)
+  raw = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
+  return b"\x8a" + bytes([len(raw)]) + raw  # LONG1, for ints past 32 bits
 def _tup(*items: bytes) -> bytes: return b"(" + b"".join(items) + b"t"
 
 def _handmade_pt(tensors: dict, extra_global: tuple | None = None) -> bytes:
@@ -162,3 +165,57 @@ def test_torch_load_from_torch(tmp_path):
   load_state_dict(ours, torch_load(tmp_path / "tTrue.pt")["model"])
   x = np.ones((1, 3), np.float32)
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), lin(torch.tensor(x)).detach().numpy(), atol=1e-6)
+
+# *** malformed files: a clear error naming file and tensor, never a read outside the data (issue 11, items 1, 7, 8) ***
+
+def _st_file(entries: dict, data: bytes) -> bytes:
+  hb = json.dumps(entries).encode()
+  return struct.pack("<Q", len(hb)) + hb + data
+
+@pytest.mark.parametrize("entries, data, msg", [
+  ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [-8, 0]}}, b"\0" * 8, "data_offsets"),  # once returned header bytes
+  ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "overlap"),
+  ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 12, "trailing bytes"),
+  ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8, "gap"),
+  ({"a": {"dtype": "F32", "shape": [2]}}, b"\0" * 8, "has no data_offsets"),
+  ({"a": [1, 2]}, b"\0" * 8, "must be an object"),
+  ({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, b"\0" * 8, "non-negative"),
+  ({"a": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}, b"\0" * 8, "non-negative"),
+  ({"a": {"dtype": [], "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "dtype"),
+  ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8, 8]}}, b"\0" * 8, "data_offsets"),
+  ({"__metadata__": {"k": 1}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "__metadata__"),
+])
+def test_safetensors_malformed(tmp_path, entries, data, msg):
+  from safetensors import SafetensorError
+  from safetensors.numpy import load
+  from tinycore.nn.state import SafetensorsError
+  fn = tmp_path / "bad.safetensors"
+  fn.write_bytes(_st_file(entries, data))
+  with pytest.raises(SafetensorError): load(fn.read_bytes())  # the reference package rejects each of these too
+  with pytest.raises(SafetensorsError, match=msg) as e: safe_load(fn)
+  assert isinstance(e.value, ValueError) and str(fn) in str(e.value)
+  if msg not in ("trailing bytes", "__metadata__"): assert any(f"'{k}'" in str(e.value) for k in entries), "the error names the tensor"
+
+def test_safetensors_bool_bytes_are_bools(tmp_path):
+  raw = _st_file({"b": {"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]}}, bytes([0, 1, 7]))
+  assert safe_load(raw)["b"].numpy().tolist() == [False, True, True]
+
+@pytest.mark.parametrize("off, size, stride, msg", [
+  (0, (3,), (-1,), "non-negative"), (2, (3,), (-1,), "non-negative"),  # stride -1 once returned heap bytes
+  (0, (2,), (-2**40,), "non-negative"),  # once a segfault
+  (-2, (2,), (1,), "non-negative"), (0, (7,), (1,), "exceeds its storage"), (5, (2,), (1,), "exceeds its storage"),
+  (0, (2, 3), (1,), "one stride per dim"), (0, (2**40,), (0,), "refusing to expand"), (0, (2,), (2**62,), "exceeds its storage"),
+])
+def test_torch_load_out_of_bounds(tmp_path, off, size, stride, msg):
+  torch = pytest.importorskip("torch")
+  fn = tmp_path / "bad.pt"
+  fn.write_bytes(_handmade_pt({"w": (range(6), off, size, stride)}))
+  if size != (2**40,):  # torch itself refuses all but the huge broadcast, which it keeps lazy
+    with pytest.raises(RuntimeError): torch.load(fn, weights_only=True)
+  with pytest.raises(TorchLoadError, match=msg) as e: torch_load(fn)
+  assert str(fn) in str(e.value)
+
+def test_torch_load_malformed_is_torch_load_error(tmp_path):
+  good = _handmade_pt({"w": (range(6), 0, (2, 3), (3, 1))})
+  for bad in (good[:len(good) // 2], b"PK\x03\x04" + b"\0" * 40, b"\x80\x02K\x01.", b""):
+    with pytest.raises(TorchLoadError): torch_load(bad)

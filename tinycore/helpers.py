@@ -1,6 +1,6 @@
 """Small shared utilities: environment knobs, context variables, counters and math helpers."""
 from __future__ import annotations
-import contextlib, functools, hashlib, itertools, math, os, pathlib, sys, tempfile, time
+import contextlib, functools, hashlib, itertools, math, os, pathlib, sys, tempfile, time, warnings
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -84,6 +84,13 @@ class Timing(contextlib.ContextDecorator):
     if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms")
 
 # *** on-disk cache: one file per key, written atomically so concurrent processes never see half a file ***
+# An entry is MAGIC, the payload's length (8 bytes, little-endian), its sha256, then the payload. An entry that is
+# emptied, truncated or corrupted fails the check: it is discarded with a warning naming its file and built again.
+# The check finds accidents, not attacks: entries are pickles and shared objects, so anyone who can write to the cache
+# folder can run code in the process that reads it. Folders are created 0700 and entries 0600 for that reason.
+
+_CACHE_MAGIC = b"TCCACHE1"
+_CACHE_HEAD = len(_CACHE_MAGIC) + 8 + 32
 
 def cache_dir() -> pathlib.Path:
   base = os.getenv("TINYCORE_CACHE_DIR") or os.path.join(os.getenv("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tinycore")
@@ -91,20 +98,41 @@ def cache_dir() -> pathlib.Path:
 
 def _cache_path(table: str, key: str) -> pathlib.Path:
   # the table names a toolchain (any characters): a readable prefix plus a hash keeps the folder name safe and unique
+  # (the entry format is hashed in too: a tinycore writing bare entries into a shared folder never reads these, nor these it)
   safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in table)[:40]
-  return cache_dir() / f"{safe}-{hashlib.sha256(table.encode()).hexdigest()[:16]}" / hashlib.sha256(key.encode()).hexdigest()
+  folder = f"{safe}-{hashlib.sha256((table + chr(0) + _CACHE_MAGIC.decode()).encode()).hexdigest()[:16]}"
+  return cache_dir() / folder / hashlib.sha256(key.encode()).hexdigest()
+
+def _cache_problem(raw: bytes) -> str | None:
+  if len(raw) < _CACHE_HEAD: return f"{len(raw)} bytes, shorter than an entry's header" if raw else "empty"
+  if not raw.startswith(_CACHE_MAGIC): return "not a tinycore cache entry (an older format, or overwritten)"
+  n = int.from_bytes(raw[len(_CACHE_MAGIC):len(_CACHE_MAGIC) + 8], "little")
+  if n != len(raw) - _CACHE_HEAD: return f"truncated or extended: {len(raw) - _CACHE_HEAD} bytes of data, the header says {n}"
+  if hashlib.sha256(raw[_CACHE_HEAD:]).digest() != raw[len(_CACHE_MAGIC) + 8:_CACHE_HEAD]: return "corrupted: its sha256 does not match"
+  return None
 
 def diskcache_get(table: str, key: str) -> bytes | None:
+  """The cached value for (table, key), or None when there is none; a damaged entry is removed (with a warning) and is
+  a miss, so the caller builds the value again."""
   if CACHELEVEL < 1 or getenv("DISABLE_COMPILER_CACHE"): return None
-  try: return _cache_path(table, key).read_bytes()
+  path = _cache_path(table, key)
+  try: raw = path.read_bytes()
   except OSError: return None
+  if (why := _cache_problem(raw)) is None: return raw[_CACHE_HEAD:]
+  warnings.warn(f"tinycore cache entry {path} ({table}) is damaged: {why}; discarding it, it will be rebuilt", RuntimeWarning, stacklevel=2)
+  with contextlib.suppress(OSError): path.unlink()
+  return None
 
 def diskcache_put(table: str, key: str, value: bytes) -> bytes:
+  """Store value under (table, key) (see the entry format above); returns value. A cache that cannot be written only
+  costs a rebuild next time."""
   if CACHELEVEL < 1 or getenv("DISABLE_COMPILER_CACHE"): return value
   path = _cache_path(table, key)
   try:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as f: f.write(value)
+    for d in (path.parent.parent, path.parent): d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as f:
+      f.write(_CACHE_MAGIC + len(value).to_bytes(8, "little") + hashlib.sha256(value).digest())
+      f.write(value)
     os.replace(f.name, path)
   except OSError: pass  # a read-only or full cache directory only costs a recompile
   return value

@@ -20,17 +20,39 @@ from tinycore.engine.schedule import ScheduleItem, create_schedule, create_sched
 from tinycore.engine.realize import run_schedule
 from tinycore.uop.uop import UOp, BoundVariable, sint, sym_infer, ssimplify
 
+def _int_overflow(v: Any, dtype: DType) -> OverflowError:
+  return OverflowError(f"Python integer {v} does not fit {dtype} (range {dtypes.min(dtype)} to {dtypes.max(dtype)}): "
+                       "give a wider dtype (dtype=dtypes.int64) or cast the tensor first; tinycore never truncates it silently")
+
+def _py_int_dtype(v: int, dtype: DType | None) -> DType:
+  """The dtype of a Python int scalar: the given one, which must hold it, else the default int, or int64 for a value
+  outside it (as torch)."""
+  dt = dtype or (dtypes.default_int if dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int) else dtypes.int64)
+  if dtypes.is_int(dt) and not dtypes.min(dt) <= v <= dtypes.max(dt): raise _int_overflow(v, dt)
+  return dt
+
+def _fits(arr: np.ndarray, dtype: DType) -> bool: return dtypes.min(dtype) <= int(arr.min()) and int(arr.max()) <= dtypes.max(dtype)
+
 def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
+  py = not isinstance(x, (np.ndarray, np.generic))  # python data: its ints must fit the dtype (a numpy array's cast is the user's)
   try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
   except ValueError: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}") from None
-  if arr.dtype == object: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
+  if arr.dtype == object:
+    if py and (big := [v for v in arr.ravel().tolist() if isinstance(v, int) and not -2**63 <= v < 2**64]):
+      raise _int_overflow(big[0], dtype or dtypes.int64)
+    raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
   if dtype is None:
-    dtype = dtypes.from_py(x) if not isinstance(x, np.ndarray) and arr.size and not isinstance(x, (np.generic,)) else None
-    if dtype is None: dtype = from_np_dtype(arr.dtype) if arr.size or isinstance(x, (np.ndarray, np.generic)) else dtypes.default_float
+    dtype = dtypes.from_py(x) if py and arr.size else None
+    if dtype is None: dtype = from_np_dtype(arr.dtype) if arr.size or not py else dtypes.default_float
+    # a Python int outside the default int makes the tensor int64, as torch does
+    elif dtypes.is_int(dtype) and arr.dtype.kind in "iu" and not _fits(arr, dtype): dtype = dtypes.int64
+  if py and dtypes.is_int(dtype) and arr.dtype.kind in "iu" and arr.size and not _fits(arr, dtype):
+    raise _int_overflow(int(arr.max()) if int(arr.max()) > dtypes.max(dtype) else int(arr.min()), dtype)
   if dtype == dtypes.bfloat16:
     from tinycore.dtype import f32_to_bf16
     data = f32_to_bf16(arr.astype(np.float32))
-  else: data = np.ascontiguousarray(arr, dtype=to_np_dtype(dtype))
+  # ascontiguousarray makes a 0-d array 1-d: keep the shape
+  else: data = np.ascontiguousarray(arr, dtype=to_np_dtype(dtype)).reshape(arr.shape)
   # a device that cannot open here (a compile-only run without its driver) gets the data through a lazy COPY from the
   # host: graphs still build and schedule, and a realize fails with the device's own reason, never elsewhere
   host = device if Device.can_open(device) else "PYTHON"
@@ -129,7 +151,7 @@ class Tensor:
     if isinstance(data, LazyBuffer): lb = data if dtype is None or dtype == data.dtype else data.cast(dtype)
     elif isinstance(data, Tensor): lb = data.lazydata.copy_to_device(device) if dtype is None else data.lazydata.cast(dtype).copy_to_device(device)
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
-      dt = dtype or dtypes.from_py(data)
+      dt = _py_int_dtype(data, dtype) if isinstance(data, int) and not isinstance(data, bool) else dtype or dtypes.from_py(data)
       lb = LazyBuffer.const_of(data, dt, device, ())
     elif isinstance(data, (bytes, bytearray)): lb = _frompy(np.frombuffer(bytes(data), np.uint8), dtype or dtypes.uint8, device)
     elif isinstance(data, (list, tuple, np.ndarray, np.generic)): lb = _frompy(data, dtype, device)
@@ -274,7 +296,8 @@ class Tensor:
   def full(shape: tuple[sint, ...] | int, fill_value: Any, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given."""
     shape, bound = _shape_arg(shape), argfix(shape)
-    dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.from_py(fill_value)
+    dtype = (to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else
+             _py_int_dtype(fill_value, None) if isinstance(fill_value, int) and not isinstance(fill_value, bool) else dtypes.from_py(fill_value))
     kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", None)
     ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(bound)
@@ -1139,6 +1162,7 @@ class Tensor:
         # a python scalar takes the tensor's dtype unless it needs a wider kind (a float with an int tensor)
         ydt = x.dtype if (dtypes.is_float(x.dtype) or (dtypes.is_int(x.dtype) and not isinstance(y, float)) or
                           (x.dtype == dtypes.bool and isinstance(y, bool))) else dtypes.from_py(y)
+        if dtypes.is_int(ydt) and isinstance(y, int) and not isinstance(y, bool): _py_int_dtype(y, ydt)  # a scalar that does not fit: an error
         y = Tensor(dtypes.as_const(y, ydt) if not (isinstance(y, float) and math.isnan(y)) else y, device=x.device, dtype=ydt, requires_grad=False)
     if x.device != y.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
     if reverse: x, y = y, x
@@ -1238,7 +1262,16 @@ class Tensor:
   def __rfloordiv__(self, x: Any) -> Tensor: return self._floordiv(x, True)
   def _floordiv(self, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if dtypes.is_float(a.dtype):
+      # as numpy and torch (Python's float //): from the remainder, so a == (a // b) * b + a % b; floor(a / b) differs
+      # where a / b rounds up to an integer (1 // 0.1 is 9), at inf (inf // 2 is nan) and for -1 // inf (-1)
+      m = a.fmod(b)
+      div = (a - m) / b
+      div = ((m != 0) & ((b < 0) != (m < 0))).where(div - 1, div)
+      fl = div.floor()
+      fl = (div - fl > 0.5).where(fl + 1, fl)
+      q = a / b
+      return (b == 0).where(q, (div == 0).where(q * 0, fl))  # a zero quotient keeps the sign of a / b
     if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
     q = F.IDiv.apply(a, b)
     # round toward negative infinity: subtract one where the signs differ and there is a remainder
@@ -1301,15 +1334,21 @@ class Tensor:
     return F.Where.apply(cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape))
   def _expand_to(self, shape: tuple[int, ...]) -> Tensor:
     return self if self.shape == shape else self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
-  def __lt__(self, x: Any) -> Tensor: return F.Less.apply(*self._broadcasted(x))
-  def __gt__(self, x: Any) -> Tensor: return F.Less.apply(*self._broadcasted(x, True))
+  def _cmp(self, x: Any) -> Tensor:
+    """self, widened when x is a Python int outside its int dtype: a comparison with it is well defined (as numpy's),
+    where arithmetic would overflow."""
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):
+      return self.cast(dtypes.int64 if self.dtype != dtypes.uint64 and -2**63 <= x < 2**63 else dtypes.float64)
+    return self
+  def __lt__(self, x: Any) -> Tensor: return F.Less.apply(*self._cmp(x)._broadcasted(x))
+  def __gt__(self, x: Any) -> Tensor: return F.Less.apply(*self._cmp(x)._broadcasted(x, True))
   def __ge__(self, x: Any) -> Tensor:
-    a, b = self._broadcasted(x)
+    a, b = self._cmp(x)._broadcasted(x)
     return F.Less.apply(b, a) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(a, b).logical_not()
   def __le__(self, x: Any) -> Tensor:
-    a, b = self._broadcasted(x)
+    a, b = self._cmp(x)._broadcasted(x)
     return F.Less.apply(a, b) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(b, a).logical_not()
-  def __ne__(self, x: Any) -> Tensor: return F.Neq.apply(*self._broadcasted(x))  # type: ignore[override]
+  def __ne__(self, x: Any) -> Tensor: return F.Neq.apply(*self._cmp(x)._broadcasted(x))  # type: ignore[override]
   def __eq__(self, x: Any) -> Tensor: return (self != x).logical_not()  # type: ignore[override]
   def eq(self, x: Any) -> Tensor:
     """self == x elementwise."""

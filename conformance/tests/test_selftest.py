@@ -123,3 +123,40 @@ def test_verdict(outcomes, level):
   assert rep.level() == level
   v = rep.verdict()
   assert (f"conformant up to level {level}" in v) if level else ("not conformant" in v)
+
+# *** the command line on bad input: one clear line, exit code 2, before pytest starts ***
+
+def _nohw_plugin(tmp_path: pathlib.Path) -> pathlib.Path:
+  """A backend whose availability check says its hardware is missing (as CUDA without a GPU)."""
+  d = tmp_path / "nohw"
+  (d / "tinycore_nohw-0.0.1.dist-info").mkdir(parents=True)
+  (d / "tinycore_nohw-0.0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tinycore-nohw\nVersion: 0.0.1\n")
+  (d / "tinycore_nohw-0.0.1.dist-info" / "entry_points.txt").write_text("[tinycore.backends]\nnohw = tinycore_nohw\n")
+  (d / "tinycore_nohw.py").write_text(
+    "from tinycore.plugin import DeviceSpec, hookimpl\nfrom tinycore.runtime import python as py\nTINYCORE_API_VERSION = '1.0.0'\n"
+    "def _mine(device): return device.split(':')[0] == 'NOHW'\n"
+    "@hookimpl\ndef tinycore_devices(): return [DeviceSpec('NOHW', priority=-100, check=lambda: 'no NOHW card in this machine')]\n"
+    "@hookimpl\ndef tinycore_renderer(device): return py.PythonRenderer() if _mine(device) else None\n"
+    "@hookimpl\ndef tinycore_compiler(device): return py.PythonCompiler() if _mine(device) else None\n")
+  return d
+
+@pytest.mark.parametrize("args, says", [(["NOSUCH"], "unknown device 'NOSUCH': installed devices are"),
+                                        (["NOHW"], "device unavailable here: device NOHW"),
+                                        (["PYTHON", "--xfails", "missing.txt"], "--xfails missing.txt: no such file")])
+def test_cli_bad_input_is_one_line(tmp_path, args, says):
+  """Once 455 lines of tracebacks (an unknown device), 2454 (CUDA without a GPU), or a pytest INTERNALERROR."""
+  rc, out, _ = run_suite(args, tmp_path, [_nohw_plugin(tmp_path)], timeout=120)
+  assert rc == 2 and says in out and len(out.strip().splitlines()) == 1, out[-3000:]
+  if args[0] == "NOHW": assert "no NOHW card in this machine" in out and "--compile-only" in out
+
+@pytest.mark.parametrize("compile_only", [True, False])
+def test_verdict_names_the_layers_that_ran(compile_only):
+  """A compile-only run does not run the allocator and program layers: the verdict says so, and claims no conformance."""
+  rep = Report("X", compile_only, 5)
+  outcomes = {1: "pass", 2: "not-run", 3: "pass", 4: "pass", 5: "not-run"}
+  rep.records = [Record(f"t{lv}", lv, "g", "-", o) for lv, o in outcomes.items()]
+  v = rep.verdict()
+  if compile_only:
+    assert "conformant up to" not in v and "compile-only: no failure up to level 5" in v, v
+    assert "contract (1), compiler (3), renderer (4)" in v and "not run: allocator (2), program (5)" in v, v
+  else: assert "conformant up to level 5 (no test ran in allocator (2), program (5))" in v, v

@@ -4,6 +4,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+def floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """numpy's a // b, whose integer division by zero is 0 and MIN // -1 is MIN (the definition tinycore follows)."""
+  with np.errstate(all="ignore"): return np.floor_divide(a, b)
+
+def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """numpy's a % b (the divisor's sign), 0 for a division by zero."""
+  with np.errstate(all="ignore"): return np.remainder(a, b)
+
 def windows(x: np.ndarray, kh: int, kw: int, stride: int = 1, dilation: int = 1) -> np.ndarray:
   """(N, C, H, W) -> (N, C, OH, OW, kh, kw) views of the sliding windows."""
   eh, ew = dilation * (kh - 1) + 1, dilation * (kw - 1) + 1

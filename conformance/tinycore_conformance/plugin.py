@@ -31,7 +31,9 @@ class XfailEntry:
 
 def parse_xfails(path: str) -> list[XfailEntry]:
   out = []
-  with open(path) as f:
+  try: f = open(path)
+  except OSError as e: raise pytest.UsageError(f"--xfails {path}: cannot read it ({e.strerror})") from None
+  with f:
     for n, line in enumerate(f, 1):
       line = line.split("#", 1)[0].strip() if not line.lstrip().startswith("#") else ""
       if not line: continue

@@ -1,5 +1,6 @@
 """The conformance report: one row per capability (layer, group, dtype) with pass / fail / not-declared / not-run /
-xfail counts and the first failure, a table per layer, and the verdict "conformant up to level N"."""
+xfail counts and the first failure, a table per layer, and the verdict "conformant up to level N" (in compile-only mode
+"no failure up to level N", naming the layers checked and those not run)."""
 from __future__ import annotations
 import datetime, json
 from dataclasses import dataclass, field, asdict
@@ -76,12 +77,24 @@ class Report:
       n = lv
     return n
 
+  def unrun_layers(self, upto: int) -> list[int]:
+    """The levels 1..upto in which no test ran (every one 'not run' or 'not declared', as the runtime layers in
+    compile-only mode): a verdict must not claim them."""
+    lc = self.layer_counts()
+    return [lv for lv in range(1, upto + 1) if not any(lc.get(lv, {}).get(o, 0) for o in ("pass", "fail", "xfail"))]
+
   def verdict(self) -> str:
     n, lc = self.level(), self.layer_counts()
-    mode = " (compile-only: every kernel rendered and compiled, nothing run)" if self.compile_only else ""
+    unrun = self.unrun_layers(n)
+    names = lambda lvs: ", ".join(f"{LAYERS.get(lv, '?')} ({lv})" for lv in lvs)  # noqa: E731
     if n == 0 and 1 not in lc: head = f"{self.device}: no verdict: level 1 ({LAYERS[1]}) did not run (a test selection?)"
     elif n == 0: head = f"{self.device}: not conformant: level 1 ({LAYERS[1]}) fails"
-    else: head = f"{self.device}: conformant up to level {n}{mode}"
+    elif self.compile_only:
+      ran = [lv for lv in range(1, n + 1) if lv not in unrun]
+      head = (f"{self.device}: compile-only: no failure up to level {n}; layers checked (kernels rendered and compiled, nothing run): "
+              f"{names(ran)}" + (f"; not run: {names(unrun)} (they need the device: run without --compile-only)" if unrun else ""))
+    else:
+      head = f"{self.device}: conformant up to level {n}" + (f" (no test ran in {names(unrun)})" if unrun else "")
     xf = sum(1 for r in self.records if r.outcome == "xfail" and r.layer <= n)
     if xf: head += f", with {xf} expected failure{'s' if xf != 1 else ''} (xfail)"
     if n and n < self.max_level:

@@ -81,6 +81,23 @@ def dtype_cases() -> list[TC]:
     if dt in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32"):
       out.append(TC(f"fused (a+b)<c {dt}", "fused (a+b)<c", (A, B, gen(dt, sh)), "(a + b) < c", "(a + b) < c", dtype=dt,
                     exact_dtype=True))
+  return out + division_edge_cases()
+
+def division_edge_cases() -> list[TC]:
+  """Integer // and % by zero (a tensor and a constant) and MIN // -1: tinycore defines them as numpy does (x // 0 ==
+  x % 0 == 0, MIN // -1 == MIN), and guards the division before rendering, so no device traps or differs."""
+  out = []
+  for d in ALL_DTYPES:
+    dt = dtname(d)
+    if not dt.startswith(("int", "uint")): continue
+    i = np.iinfo(getattr(np, dt))
+    a = [i.min, i.min, i.max, 7, i.max - 7, 0, 5, i.min, 9]
+    b = [0, -1 if i.min else 2, 0, 0, 1, 0, 3, 1, -3 if i.min else 4]
+    A, B = f"np.array([{a}] * 3, np.{dt})", f"np.array([{b}] * 3, np.{dt})"
+    for n, e, r in [("floordiv by zero", "a // b", "R.floordiv(a, b)"), ("mod by zero", "a % b", "R.mod(a, b)"),
+                    ("floordiv by constant zero", "a // 0", "R.floordiv(a, np.zeros_like(a))"),
+                    ("mod by constant zero", "a % 0", "R.mod(a, np.zeros_like(a))")]:
+      out.append(TC(f"{n} {dt}", n, (A, B) if "b" in e else (A,), e, r, dtype=dt, exact_dtype=True, rtol=0, atol=0))
   return out
 
 F32 = "float32"

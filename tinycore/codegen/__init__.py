@@ -12,6 +12,7 @@ from tinycore.uop.symbolic import symbolic
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError  # noqa: F401
 from tinycore.codegen.lowerer import lower
 from tinycore.codegen.linearize import linearize
+from tinycore.codegen.safediv import guard_division
 from tinycore.codegen.heuristic import hand_coded_optimizations
 
 @dataclass
@@ -65,7 +66,7 @@ def get_kernel(ast: UOp, renderer: Renderer) -> Kernel:
 
 def get_program(k: Kernel, device: str) -> ProgramSpec:
   name = k.name
-  sink = graph_rewrite(lower(k), symbolic)
+  sink = guard_division(graph_rewrite(lower(k), symbolic))  # after folding: the bounds of what is left decide
   # the parameters are the AST's buffers, every one: the scheduler passes exactly those (ScheduleItem.bufs), so a buffer
   # whose loads simplified away must still take its place in the signature, or later arguments would shift
   if (gone := sorted((u for u in k.ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in sink.sparents()), key=lambda u: u.arg)):

@@ -16,7 +16,7 @@ from tinycore.dtype import DType, dtypes, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "torch_load",
-           "TorchLoadError"]
+           "TorchLoadError", "SafetensorsError"]
 
 # *** finding tensors ***
 
@@ -95,41 +95,82 @@ def _read_bytes(fn: str | os.PathLike | bytes | Tensor) -> bytes:
   if not path.is_file(): raise FileNotFoundError(f"no such file: {path}")
   return path.read_bytes()
 
+class SafetensorsError(ValueError):
+  """A safetensors file that is malformed: the message names the file and, where there is one, the tensor."""
+
+_SAFE_MAX_HEADER = 100 * 2**20  # the safetensors package's limit too: a larger header is a corrupt length field, not a model
+
 def _safe_header(data: bytes, name: str) -> tuple[dict[str, Any], int]:
-  if len(data) < 8: raise ValueError(f"{name}: not a safetensors file (only {len(data)} bytes)")
+  if len(data) < 8: raise SafetensorsError(f"{name}: not a safetensors file (only {len(data)} bytes)")
   n = struct.unpack("<Q", data[:8])[0]
-  if 8 + n > len(data): raise ValueError(f"{name}: safetensors header of {n} bytes runs past the end of the file ({len(data)} bytes)")
+  if n > _SAFE_MAX_HEADER: raise SafetensorsError(f"{name}: safetensors header length {n} is over the limit of {_SAFE_MAX_HEADER} bytes")
+  if 8 + n > len(data): raise SafetensorsError(f"{name}: safetensors header of {n} bytes runs past the end of the file ({len(data)} bytes)")
   try: header = json.loads(data[8:8 + n].decode("utf-8"))
-  except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{name}: bad safetensors header: {e}") from None
-  if not isinstance(header, dict): raise ValueError(f"{name}: safetensors header must be a JSON object")
+  except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e: raise SafetensorsError(f"{name}: bad safetensors header: {e}") from None
+  if not isinstance(header, dict): raise SafetensorsError(f"{name}: safetensors header must be a JSON object")
+  meta = header.get("__metadata__")
+  if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+    raise SafetensorsError(f"{name}: __metadata__ must be an object of strings, not {json.dumps(meta)[:80]}")
   return header, 8 + n
 
+def _uint(x: Any) -> bool: return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+def _safe_entries(header: dict[str, Any], data_len: int, name: str) -> list[tuple[str, DType, tuple[int, ...], int, int]]:
+  """(name, dtype, shape, begin, end) of every tensor, checked as the safetensors package checks them: each entry has a
+  known dtype, a shape of non-negative ints, and data_offsets [begin, end] holding exactly its bytes; sorted by offset
+  the tensors tile the data with no gap, overlap or trailing byte. Nothing is read until all of this holds."""
+  out = []
+  for k, info in header.items():
+    if k == "__metadata__": continue
+    if not isinstance(info, dict): raise SafetensorsError(f"{name}: tensor {k!r}: entry must be an object, not {json.dumps(info)[:80]}")
+    missing = [f for f in ("dtype", "shape", "data_offsets") if f not in info]
+    if missing: raise SafetensorsError(f"{name}: tensor {k!r}: entry has no {', '.join(missing)}")
+    dt, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dt, str) or dt not in _SAFE_DTYPES:
+      raise SafetensorsError(f"{name}: tensor {k!r} has dtype {dt!r}, which tinycore does not read (it reads {', '.join(_SAFE_DTYPES)})")
+    if not isinstance(shape, list) or not all(_uint(d) for d in shape):
+      raise SafetensorsError(f"{name}: tensor {k!r}: shape {shape!r} must be a list of non-negative integers")
+    if not isinstance(offs, list) or len(offs) != 2 or not all(_uint(o) for o in offs) or offs[0] > offs[1]:
+      raise SafetensorsError(f"{name}: tensor {k!r}: data_offsets {offs!r} must be [begin, end] with 0 <= begin <= end")
+    if offs[1] - offs[0] != prod(shape) * _SAFE_DTYPES[dt].itemsize:
+      raise SafetensorsError(f"{name}: tensor {k!r} of shape {tuple(shape)} and dtype {dt} needs {prod(shape) * _SAFE_DTYPES[dt].itemsize} bytes, "
+                             f"its data_offsets {offs} hold {offs[1] - offs[0]}")
+    out.append((k, _SAFE_DTYPES[dt], tuple(shape), offs[0], offs[1]))
+  at = 0
+  for k, _, _, b, e in sorted(out, key=lambda x: (x[3], x[4])):
+    if b != at: raise SafetensorsError(f"{name}: tensor {k!r}: data_offsets [{b}, {e}] " + ("overlap the previous tensor" if b < at else
+                                       f"leave a gap after byte {at}") + " (the tensors must tile the data)")
+    if e > data_len: raise SafetensorsError(f"{name}: tensor {k!r}: data_offsets [{b}, {e}] run past the {data_len} bytes of data (truncated file?)")
+    at = e
+  if at != data_len: raise SafetensorsError(f"{name}: the tensors cover {at} bytes of data, the file holds {data_len} (trailing bytes)")
+  return out
+
 def safe_load_metadata(fn: str | os.PathLike | bytes) -> tuple[dict[str, Any], dict[str, str]]:
-  """(the header's tensor entries, the __metadata__ strings) of a safetensors file, without reading the tensors."""
+  """(the header's tensor entries, the __metadata__ strings) of a safetensors file, without reading the tensors.
+  A malformed header raises SafetensorsError."""
   if isinstance(fn, (str, os.PathLike)):
     with open(fn, "rb") as f:
       head = f.read(8)
-      if len(head) < 8: raise ValueError(f"{fn}: not a safetensors file")
-      data = head + f.read(struct.unpack("<Q", head)[0])
+      if len(head) < 8: raise SafetensorsError(f"{fn}: not a safetensors file (only {len(head)} bytes)")
+      n = struct.unpack("<Q", head)[0]
+      data = head + f.read(min(n, _SAFE_MAX_HEADER + 1))
   else: data = _read_bytes(fn)
   header, _ = _safe_header(data, str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>")
   meta = header.pop("__metadata__", {}) or {}
   return header, meta
 
 def safe_load(fn: str | os.PathLike | bytes | Tensor, device: str | None = None) -> dict[str, Tensor]:
-  """The tensors of a safetensors file (path, bytes or a uint8 Tensor of the file), by name."""
+  """The tensors of a safetensors file (path, bytes or a uint8 Tensor of the file), by name. A malformed file (bad header,
+  entries that are incomplete, overlap, leave gaps or trailing bytes, or run past the end) raises SafetensorsError, a
+  ValueError naming the file and the tensor; no byte outside a tensor's own data is ever read."""
   name = str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>"
   data = _read_bytes(fn)
   header, start = _safe_header(data, name)
-  header.pop("__metadata__", None)
   out: dict[str, Tensor] = {}
-  for k, info in header.items():
-    if info["dtype"] not in _SAFE_DTYPES: raise ValueError(f"{name}: tensor {k!r} has dtype {info['dtype']}, which tinycore does not read")
-    dt, shape, (b, e) = _SAFE_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
-    if e - b != prod(shape) * dt.itemsize or start + e > len(data):
-      raise ValueError(f"{name}: tensor {k!r} of shape {shape} and dtype {info['dtype']} has data_offsets {[b, e]} that do not fit")
+  for k, dt, shape, b, e in _safe_entries(header, len(data) - start, name):
     raw = data[start + b:start + e]
-    if dt == dtypes.bfloat16: t = Tensor(bf16_to_f32(np.frombuffer(raw, np.uint16)).reshape(shape), dtype=dtypes.bfloat16, device=device)
+    if dt == dtypes.bool: t = Tensor((np.frombuffer(raw, np.uint8) != 0).reshape(shape), device=device)  # any nonzero byte is True
+    elif dt == dtypes.bfloat16: t = Tensor(bf16_to_f32(np.frombuffer(raw, np.uint16)).reshape(shape), dtype=dtypes.bfloat16, device=device)
     elif prod(shape) == 0: t = Tensor.zeros(*shape, dtype=dt, device=device) if shape else Tensor.zeros(0, dtype=dt, device=device)
     else: t = Tensor(np.frombuffer(raw, to_np_dtype(dt)).copy().reshape(shape), dtype=dt, device=device)
     out[k] = t
@@ -179,15 +220,31 @@ class _Storage:
   """One storage of the file: its raw bytes and element type (bfloat16 comes as uint16 bits)."""
   def __init__(self, raw: bytes, np_dtype: np.dtype, bf16: bool): self.raw, self.np_dtype, self.bf16 = raw, np_dtype, bf16
 
+_PT_MAX_EXPAND = 2**30  # bytes a tensor may take beyond its storage (stride-0 broadcasts): more is a crafted size, not a model
+
 def _rebuild_tensor(storage: _Storage, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...], *_: Any) -> Tensor:
+  """A tensor from its storage, after checking every number the file gave: offset, sizes and strides are non-negative
+  ints (torch has no negative strides), and the furthest element lies inside the storage, so the strided view built
+  from them never reaches outside the storage's bytes."""
+  if not isinstance(storage, _Storage): raise TorchLoadError(f"tensor built from {type(storage).__name__}, not a storage")
+  size, stride = tuple(size) if isinstance(size, (tuple, list)) else size, tuple(stride) if isinstance(stride, (tuple, list)) else stride
+  if not (isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride) and all(_uint(x) for x in size + stride)
+          and _uint(storage_offset)):
+    raise TorchLoadError(f"tensor of size {size!r}, stride {stride!r} and offset {storage_offset!r}: these must be non-negative ints, "
+                         "one stride per dim")
+  if len(storage.raw) % storage.np_dtype.itemsize:
+    raise TorchLoadError(f"storage of {len(storage.raw)} bytes is not a whole number of {storage.np_dtype} elements")
   arr = np.frombuffer(storage.raw, storage.np_dtype)
   n = prod(size)
   if n == 0: view = np.zeros(size, storage.np_dtype)
   else:
     if storage_offset + sum((s - 1) * st for s, st in zip(size, stride)) >= len(arr):
-      raise TorchLoadError(f"tensor of size {tuple(size)} and stride {tuple(stride)} at offset {storage_offset} exceeds its storage of {len(arr)}")
-    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=tuple(size), strides=tuple(s * arr.itemsize for s in stride))
-  data = np.ascontiguousarray(view)
+      raise TorchLoadError(f"tensor of size {size} and stride {stride} at offset {storage_offset} exceeds its storage of {len(arr)} elements")
+    if (n - len(arr)) * arr.itemsize > _PT_MAX_EXPAND:
+      raise TorchLoadError(f"tensor of size {size} has {n} elements from a storage of {len(arr)}: refusing to expand it by more than "
+                           f"{_PT_MAX_EXPAND} bytes")
+    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size, strides=tuple(s * arr.itemsize for s in stride))
+  data = np.ascontiguousarray(view).reshape(size)  # (ascontiguousarray makes a 0-d tensor 1-d)
   if storage.bf16: return Tensor(bf16_to_f32(data), dtype=dtypes.bfloat16)
   return Tensor(data.copy())
 
@@ -221,8 +278,14 @@ def torch_load(fn: str | os.PathLike | bytes) -> Any:
   become Tensors on the default device, containers stay containers. Nothing in the file is executed."""
   data = _read_bytes(fn)
   name = str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>"
-  if zipfile.is_zipfile(io.BytesIO(data)): return _torch_load_zip(data, name)
-  return _torch_load_legacy(data, name)
+  try:
+    if zipfile.is_zipfile(io.BytesIO(data)): return _torch_load_zip(data, name)
+    return _torch_load_legacy(data, name)
+  except TorchLoadError as e:
+    if str(e).startswith(name): raise
+    raise TorchLoadError(f"{name}: {e}") from None
+  # a malformed file makes pickle, zipfile, struct or numpy raise almost anything: all of it is the file's fault
+  except (Exception, RecursionError) as e: raise TorchLoadError(f"{name}: malformed torch file: {type(e).__name__}: {e}") from None
 
 def _torch_load_zip(data: bytes, name: str) -> Any:
   with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -264,8 +327,11 @@ def _torch_load_legacy(data: bytes, name: str) -> Any:
   obj = _RestrictedUnpickler(f, load_storage).load()
   keys = _RestrictedUnpickler(f, load_storage).load()
   for key in keys:
+    if key not in pending: raise TorchLoadError(f"{name}: storage {key!r} is listed but no tensor uses it")
     np_dt, _, _, st = pending[key]
     n = struct.unpack("<q", f.read(8))[0]
+    if n < 0 or n * np_dt.itemsize > len(data) - f.tell():
+      raise TorchLoadError(f"{name}: storage {key!r} of {n} elements runs past the end of the file")
     st.raw = f.read(n * np_dt.itemsize)
   return _relink(obj)
 
