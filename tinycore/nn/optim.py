@@ -8,7 +8,7 @@ import math
 from typing import Callable
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes, least_upper_dtype
-from tinycore.helpers import dedup
+from tinycore.helpers import dedup, TRAINING
 
 def _realize_inplace(ts: list[Tensor]) -> None:
   """Make each tensor a realized contiguous buffer of its own, so later assigns write into it in place."""
@@ -44,8 +44,9 @@ class Optimizer:
 
   def schedule_step(self) -> list[Tensor]:
     """The update as lazy assigns, not yet run: the tensors to realize (parameters, optimizer state, buffers)."""
-    if not Tensor.training:
-      raise RuntimeError(f"Tensor.training is {Tensor.training}: set Tensor.training = True (or use Tensor.train()) to step an optimizer")
+    if not TRAINING:
+      raise RuntimeError(f"TRAINING={TRAINING.value}: step an optimizer inside `with Context(TRAINING=1):` or `with Tensor.train():` "
+                         "(or set Tensor.training = True)")
     with_grad = [p for p in self.params if p.grad is not None]
     if not with_grad: raise RuntimeError("no parameter has a gradient: call backward() before step()")
     updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
