@@ -98,7 +98,6 @@ class _Device:
     if not isinstance(device, str): raise TypeError(f"device must be a string like 'CLANG' or 'OPENCL:1', got {device!r}")
     name, _, idx = device.partition(":")
     name = name.upper()
-    if name == "CPU": name = "CLANG"  # tinygrad's name for the C backend
     if idx and not idx.isdigit(): raise DeviceError(f"bad device index in {device!r}: expected NAME or NAME:n")
     return name if not idx or idx == "0" else f"{name}:{idx}"
   def __getitem__(self, device: str) -> Compiled:
@@ -120,14 +119,15 @@ class _Device:
   def _pick_default(self) -> str:
     from tinycore.plugin import registry
     if (dev := os.getenv("DEV")): return self.canonicalize(dev)
-    for name in registry.device_names():
+    from tinycore.plugin import DEVICE_ALIASES
+    for name in [*registry.device_names(), *DEVICE_ALIASES]:
       if os.getenv(name, "") not in ("", "0") and re.fullmatch(r"\d+", os.environ[name]): return name
     for name in registry.available_devices(): return name
     raise DeviceError("no device is available: " + "; ".join(f"{n}: {r}" for n, r in registry.reasons().items()))
   def can_open(self, device: str) -> bool:
     """Whether an installed device opens here; a name no plugin provides raises DeviceError at once."""
     from tinycore.plugin import registry
-    if self.canonicalize(device).split(":")[0] not in registry.device_names(): self[device]
+    if registry.resolve(self.canonicalize(device).split(":")[0]) not in registry.device_names(): self[device]
     try: self[device]
     except DeviceError: return False
     return True

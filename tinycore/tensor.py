@@ -377,11 +377,12 @@ class Tensor(metaclass=_TensorType):
     dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
     return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
-    """Coordinate grids from 1-D tensors, indexing "ij" (matrix) or "xy" (cartesian), as torch.meshgrid."""
-    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
-    ts = (self,) + args
+    """Coordinate grids from 1-D (or 0-d, taken as one element) tensors, indexing "ij" (matrix) or "xy" (cartesian), as
+    torch.meshgrid."""
+    if indexing not in ("ij", "xy"): raise ArgumentError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = tuple(t.reshape(1) if t.ndim == 0 else t for t in (self,) + args)
     for t in ts:
-      if t.ndim != 1: raise ValueError(f"meshgrid needs 1-D tensors, got shape {t.shape}")
+      if t.ndim != 1: raise ShapeError(f"meshgrid needs 1-D or 0-d tensors, got shape {t.shape}")
     # "xy" is "ij" with the first two inputs (and outputs) swapped
     xy = indexing == "xy" and len(ts) >= 2
     if xy: ts = (ts[1], ts[0]) + ts[2:]
@@ -616,19 +617,25 @@ class Tensor(metaclass=_TensorType):
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ValueError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
-    if mode != "constant" and value != 0: raise ValueError(f"pad value only applies to mode 'constant', not {mode!r}")
+      raise ArgumentError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+    if mode != "constant" and value != 0: raise ArgumentError(f"pad value only applies to mode 'constant', not {mode!r}")
     if len(padding) and all(isinstance(p, (int, np.integer)) for p in padding):
       flat = [int(p) for p in padding]
-      if len(flat) % 2: raise ValueError(f"flat padding {tuple(padding)} needs pairs")
-      if len(flat) // 2 > self.ndim: raise ValueError(f"padding {tuple(padding)} has more pairs than the {self.ndim} dims of {self.shape}")
+      if len(flat) % 2: raise ShapeError(f"flat padding {tuple(padding)} needs pairs")
+      if len(flat) // 2 > self.ndim: raise ShapeError(f"padding {tuple(padding)} has more pairs than the {self.ndim} dims of {self.shape}")
       pads = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[2 * i], flat[2 * i + 1]) for i in reversed(range(len(flat) // 2))]
     else: pads = [tuple(p) if p is not None else (0, 0) for p in padding]  # type: ignore[misc]
-    if len(pads) != self.ndim: raise ValueError(f"padding {padding} does not match the {self.ndim} dims of {self.shape}")
-    if any(len(p) != 2 for p in pads): raise ValueError(f"padding {padding} needs (before, after) pairs")
-    if any(b < 0 or a < 0 for b, a in pads):  # negative pads crop
+    if len(pads) != self.ndim: raise ShapeError(f"padding {padding} does not match the {self.ndim} dims of {self.shape}")
+    if any(len(p) != 2 for p in pads): raise ShapeError(f"padding {padding} needs (before, after) pairs")
+    if any(b < 0 or a < 0 for b, a in pads) and mode in ("reflect", "replicate"):
+      # as torch: pad first, then crop the padded tensor (the reflected or replicated part may be what is kept)
+      x = self.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode)
+      for (b, a), s in zip(pads, x.shape):
+        if -min(b, 0) - min(a, 0) > s: raise ShapeError(f"negative padding {padding} crops more than the padded shape {x.shape}")
+      return x.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, x.shape)))
+    if any(b < 0 or a < 0 for b, a in pads):  # negative pads crop (circular, as torch, crops first)
       for (b, a), s in zip(pads, self.shape):
-        if -min(b, 0) - min(a, 0) > s: raise ValueError(f"negative padding {padding} crops more than the shape {self.shape}")
+        if -min(b, 0) - min(a, 0) > s: raise ShapeError(f"negative padding {padding} crops more than the shape {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode, value)
     if all(p == (0, 0) for p in pads): return self
@@ -643,15 +650,15 @@ class Tensor(metaclass=_TensorType):
       s = x.shape[d]
       def sl(lo: int, hi: int, x: Tensor = x, d: int = d) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
       if mode == "reflect":
-        if b >= s or a >= s: raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
+        if b >= s or a >= s: raise ShapeError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
         x = Tensor.cat(sl(1, b + 1).flip(d), x, sl(s - 1 - a, s - 1).flip(d), dim=d)
       elif mode == "replicate":
-        if s == 0: raise ValueError(f"cannot replicate-pad an empty dim of {self.shape}")
+        if s == 0: raise ShapeError(f"cannot replicate-pad an empty dim of {self.shape}")
         e = [(-1 if i != d else b) for i in range(x.ndim)]
         e2 = [(-1 if i != d else a) for i in range(x.ndim)]
         x = Tensor.cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
       else:
-        if b > s or a > s: raise ValueError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
+        if b > s or a > s: raise ShapeError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
         x = Tensor.cat(sl(s - b, s), x, sl(0, a), dim=d)
     return x
   def _resolve_dim(self, dim: int, extra: bool = False) -> int:
@@ -776,7 +783,8 @@ class Tensor(metaclass=_TensorType):
       x = x.repeat(*[2 if i == d else 1 for i in range(x.ndim)]).shrink(tuple((n - s, 2 * n - s) if i == d else None for i in range(x.ndim)))
     return x
   def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
-    """Concatenate tensors along dim; they must match elsewhere. Dtypes promote."""
+    """Concatenate tensors along dim; they must match elsewhere. Dtypes promote. `Tensor.cat([a, b])` works too."""
+    if isinstance(self, (list, tuple)): return Tensor._first(self, "cat").cat(*self[1:], *args, dim=dim)
     ts = (self,) + args
     d = self._resolve_dim(dim)
     for t in ts:
@@ -799,8 +807,13 @@ class Tensor(metaclass=_TensorType):
         out = mask.where(p, out)
       off += n
     return out if out is not None else ts[0]
+  @staticmethod
+  def _first(ts: Sequence[Tensor], what: str) -> Tensor:
+    if not ts or not isinstance(ts[0], Tensor): raise TypeError(f"{what} needs Tensors, got {ts!r}")
+    return ts[0]
   def stack(self, *args: Tensor, dim: int = 0) -> Tensor:
-    """Stack tensors of one shape along a new dim."""
+    """Stack tensors of one shape along a new dim. `Tensor.stack([a, b])` works too."""
+    if isinstance(self, (list, tuple)): return Tensor._first(self, "stack").stack(*self[1:], *args, dim=dim)
     for t in args:
       if t.shape != self.shape: raise ShapeError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
     d = self._resolve_dim(dim, extra=True)
@@ -823,10 +836,13 @@ class Tensor(metaclass=_TensorType):
     return list(self.split(ceildiv(n, chunks), dim=d)) if n else list(self.split([0] * chunks, dim=d))
   def unfold(self, dim: int, size: int, step: int) -> Tensor:
     """Sliding windows of `size` with `step` along dim: that dim becomes the window count, and a last dim of size
-    `size` is added (as torch.Tensor.unfold)."""
+    `size` is added (as torch.Tensor.unfold); size 0 gives size+1 empty windows."""
     d = self._resolve_dim(dim)
-    if size <= 0 or step <= 0: raise ShapeError(f"unfold size and step must be positive, got size={size} step={step}")
+    if size < 0 or step <= 0: raise ShapeError(f"unfold needs size >= 0 and step > 0, got size={size} step={step}")
     if size > self.shape[d]: raise ShapeError(f"unfold size {size} is larger than the size {self.shape[d]} of dim {d}")
+    if size == 0:
+      count = (self.shape[d] - size) // step + 1
+      return Tensor.zeros(*self.shape[:d], count, *self.shape[d + 1:], 0, dtype=self.dtype, device=self.device)
     x = self.transpose(d, -1) if d != self.ndim - 1 else self
     w = x._windows((size,), step)  # (..., o, size)
     return w.transpose(d, -2) if d != self.ndim - 1 else w
@@ -892,12 +908,15 @@ class Tensor(metaclass=_TensorType):
     """Apply the basic part of an index (ints, slices, None, Ellipsis) as views. Returns the view, the tensor indices
     as (dim in the view, int tensor), and a function that maps a tensor of the view's shape back onto self's
     shape (padding with `fill`), which __setitem__ uses."""
+    # a list that holds sequences, slices, None or Ellipsis is a tuple of indices (numpy's old rule, kept by torch and
+    # tinygrad: x[[[0, 1], [1, 2]]] is x[[0, 1], [1, 2]]); a tuple inside the index is an index list
+    if isinstance(indices, list) and any(isinstance(i, (list, tuple, slice)) or i is None or i is Ellipsis for i in indices): indices = tuple(indices)
     idx = list(indices) if isinstance(indices, tuple) else [indices]
     # bool masks become one int index tensor per dim they cover (a data-dependent shape: the mask is realized)
     norm: list[Any] = []
     for i in idx:
       if isinstance(i, bool): raise IndexError("indexing with a python bool is not supported")
-      if isinstance(i, (Tensor, list, np.ndarray)):
+      if isinstance(i, (Tensor, list, tuple, np.ndarray)):
         t = self._index_tensor(i)
         if t.dtype == dtypes.bool:
           nz = np.nonzero(t.numpy())
@@ -1749,14 +1768,13 @@ class Tensor(metaclass=_TensorType):
     return out.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else out
   def _check_nonempty(self, axis: Any, what: str) -> None:
     for a in self._axes(axis):
-      if self.shape[a] == 0: raise ValueError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
+      if self.shape[a] == 0: raise ShapeError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
   def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Max over axis (all when None); NaN propagates; the gradient is shared between ties."""
-    self._check_nonempty(axis, "max")
+    """Max over axis (all when None); NaN propagates; the gradient is shared between ties. An empty reduction gives the
+    dtype's smallest value (-inf for floats), as tinygrad."""
     return self._reduce(F.Max, axis, keepdim)
   def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Min over axis (all when None); NaN propagates."""
-    self._check_nonempty(axis, "min")
+    """Min over axis (all when None); NaN propagates; an empty reduction gives the dtype's largest value (inf)."""
     if self.dtype == dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
     if dtypes.is_int(self.dtype): return ~((~self).max(axis, keepdim))
     return -((-self).max(axis, keepdim))
@@ -2031,7 +2049,7 @@ class Tensor(metaclass=_TensorType):
     if rhs is None:
       counts = {c: sum(s.count(c) for s in ins) for c in set("".join(ins))}
       rhs = "".join(free[:ell_n]) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in free))
-    else: rhs = rhs.replace("...", "".join(free[:ell_n])) if "..." in rhs else (("".join(free[:ell_n]) if ell_n and "..." in lhs else "") + rhs)
+    else: rhs = rhs.replace("...", "".join(free[:ell_n]))  # an explicit output without "..." sums the ellipsis dims away
     # operands with a repeated letter: take the diagonal
     tensors: list[Tensor] = []
     subs: list[str] = []
@@ -2175,7 +2193,7 @@ class Tensor(metaclass=_TensorType):
   def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | Sequence[int] = 0, ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling over the last len(kernel_size) dims (padding counts as -inf). With return_indices, also the flat
-    spatial index of each max (as torch, for max_unpool2d)."""
+    spatial index of each max (int32, as tinygrad; torch gives int64), for max_unpool2d."""
     k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
     lead = self.ndim - len(k)
     full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
@@ -2196,7 +2214,7 @@ class Tensor(metaclass=_TensorType):
     hitf = hit.reshape(*hit.shape[:-len(k)], nw)
     first = Tensor._argfirst_static(hitf)
     onehot = first.unsqueeze(-1) == Tensor._iota(nw, self.device)
-    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int64)
+    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int32)
     return out, ind
   @staticmethod
   def _argfirst_static(mask: Tensor) -> Tensor:
@@ -2247,15 +2265,16 @@ class Tensor(metaclass=_TensorType):
       cnt[pos] = inside[tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd) for p, ss, dd, kk in zip(pos, s, d, k))].sum()
     return xs / Tensor(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
   def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
-    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact"."""
+    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact".
+    The dtype is kept: integer inputs (uint8 images) are rounded half up after each dim, last dim first, as torch."""
     if mode not in ("linear", "nearest", "nearest-exact"):
-      raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
-    if align_corners and mode != "linear": raise ValueError("align_corners only applies to mode 'linear'")
+      raise ArgumentError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+    if align_corners and mode != "linear": raise ArgumentError("align_corners only applies to mode 'linear'")
     size = tuple(size)
     if len(size) > self.ndim: raise ShapeError(f"interpolate size {size} has more dims than the input {self.shape}")
     x = self._float()
-    for j, out_n in enumerate(size):
-      ax = self.ndim - len(size) + j
+    for j in reversed(range(len(size))):
+      out_n, ax = size[j], self.ndim - len(size) + j
       in_n = x.shape[ax]
       w = np.zeros((in_n, out_n), np.float64)
       dst = np.arange(out_n, dtype=np.float64)
@@ -2273,7 +2292,8 @@ class Tensor(metaclass=_TensorType):
         w[src, np.arange(out_n)] = 1
       wt = Tensor(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
       x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
-    return x
+      if not dtypes.is_float(self.dtype) and mode == "linear": x = (x + 0.5).floor()
+    return x.cast(self.dtype)
 
   # *** normalization, losses, attention ***
   def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

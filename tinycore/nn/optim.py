@@ -74,7 +74,10 @@ class OptimizerGroup(Optimizer):
 
 class LARS(Optimizer):
   """Layer-wise adaptive rate scaling (You et al. 2017): SGD with momentum whose step per tensor is scaled by the trust
-  ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`)."""
+  ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`); with ns_coefficients set, the
+  momentum is orthogonalized by Newton-Schulz before the step (see `Muon`)."""
+  ns_steps: int = 0
+  ns_coefficients: tuple[float, ...] | None = None
   def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, nesterov: bool = False,
                classic: bool = True, pre_wd: bool = True, tcoef: float = 0.001):
     super().__init__(params, lr)
@@ -95,6 +98,7 @@ class LARS(Optimizer):
       if self.momentum:
         bs[i].assign(self.momentum * bs[i] + g)  # zero on the first step, so no special case
         g = (g + self.momentum * bs[i]) if self.nesterov else bs[i]
+      if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
       if not self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
       if not self.classic: g = g * r * self.lr
       out.append(g.cast(t.dtype))
@@ -105,6 +109,14 @@ def SGD(params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_d
   """Stochastic gradient descent, as torch.optim.SGD (dampening 0): buf = momentum*buf + g (+ wd*w); w -= lr * buf
   (or lr * (g + momentum*buf) with nesterov)."""
   return LARS(params, lr, momentum, weight_decay, nesterov, classic=classic, pre_wd=True, tcoef=0.0)
+
+def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight_decay: float = 0.1, ns_steps: int = 5,
+         ns_coefficients: tuple[float, ...] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
+  """Muon (Jordan et al. 2024), as tinygrad 0.14: SGD momentum (nesterov by default), each update orthogonalized by
+  ns_steps Newton-Schulz iterations over the parameter viewed as (shape[0], -1), then w -= lr * (update + wd * w)."""
+  opt = LARS(params, lr, momentum, weight_decay, nesterov, classic=False, pre_wd=False, tcoef=0.0)
+  opt.ns_steps, opt.ns_coefficients = ns_steps, tuple(ns_coefficients)
+  return opt
 
 class LAMB(Optimizer):
   """LAMB (You et al. 2019): Adam's bias-corrected step plus weight decay, scaled per tensor by |w| / |step|.
