@@ -162,3 +162,18 @@ def test_torch_load_from_torch(tmp_path):
   load_state_dict(ours, torch_load(tmp_path / "tTrue.pt")["model"])
   x = np.ones((1, 3), np.float32)
   np.testing.assert_allclose(ours(Tensor(x)).numpy(), lin(torch.tensor(x)).detach().numpy(), atol=1e-6)
+
+def test_load_state_dict_0d_and_one_element():
+  # a 0-d tensor and a (1,) one load into each other (tinygrad 0.14 and torch checkpoints store scalars either way)
+  class M:
+    def __init__(self): self.a, self.b = Tensor.zeros(()).contiguous().realize(), Tensor.zeros(1).contiguous().realize()
+  m = M()
+  load_state_dict(m, {"a": Tensor([3.0]), "b": Tensor(4.0)})
+  assert m.a.shape == () and m.a.item() == 3.0 and m.b.shape == (1,) and m.b.tolist() == [4.0]
+  with pytest.raises(ValueError, match="shape mismatch"): load_state_dict(m, {"a": Tensor([[3.0]]), "b": Tensor(4.0)})
+  with pytest.raises(ValueError, match="shape mismatch"): load_state_dict(m, {"a": Tensor([1.0, 2.0]), "b": Tensor(4.0)})
+  bn = nn.BatchNorm(2)
+  sd = {"weight": Tensor.ones(2), "bias": Tensor.zeros(2), "running_mean": Tensor.zeros(2), "running_var": Tensor.ones(2),
+        "num_batches_tracked": Tensor([5])}
+  load_state_dict(bn, sd)
+  assert bn.num_batches_tracked.shape == () and bn.num_batches_tracked.item() == 5 and bn.num_batches_tracked.dtype == dtypes.int64

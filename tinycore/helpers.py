@@ -65,6 +65,8 @@ class Context(contextlib.ContextDecorator):
     for k, v in self.old.items(): ContextVar._cache[k].value = v
 
 DEBUG, BEAM, NOOPT, JIT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0), ContextVar("JIT", 1)
+# DEV names the default device (Device.DEFAULT reads it; `Context(DEV="CPU")` as in tinygrad 0.14); empty: the best available
+DEV = ContextVar("DEV", "")
 GRAPH, GRAPHUOPS, CACHELEVEL = ContextVar("GRAPH", 0), ContextVar("GRAPHUOPS", 0), ContextVar("CACHELEVEL", 2)
 # TRAINING turns dropout, BatchNorm's batch statistics and Optimizer.step on (Tensor.training and Tensor.train() are views
 # of it); DEFAULT_FLOAT / DEFAULT_INT name the dtypes of python floats and ints (dtypes.default_float reads it), as tinygrad

@@ -118,7 +118,11 @@ class _test(ContextDecorator):
 class Tensor(metaclass=_TensorType):
   """A multi-dimensional array on a device, with autograd. Operations are lazy until realize(), numpy() or item()."""
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
-  training = property(lambda self: bool(TRAINING.value), doc="Whether TRAINING is set (read on the class too: Tensor.training).")
+  @property
+  def training(self) -> bool:
+    """Whether TRAINING is set (dropout, BatchNorm batch statistics, Optimizer.step); `Tensor.training` reads and assigns it
+    on the class."""
+    return bool(TRAINING.value)
   no_grad: ClassVar[bool] = False
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[dict[str, Tensor]] = {}
@@ -1194,7 +1198,7 @@ class Tensor(metaclass=_TensorType):
     """(n, ndim) int32 indices of the nonzero elements, in row-major order (as torch.nonzero). size=None realizes self
     to count them; size=N gives N rows, cut or padded with fill_value, without realizing."""
     if size is None:
-      return Tensor(np.argwhere(self.detach().numpy() != 0).astype(np.int32).reshape(-1, self.ndim), device=self.device)
+      return Tensor(np.argwhere(self.detach().numpy() != 0).astype(np.int32), device=self.device)  # (n, ndim), also for 0-d
     coords = [Tensor._iota(self.numel(), self.device).reshape(self.shape) // prod(self.shape[d + 1:]) % s for d, s in enumerate(self.shape)]
     flat = Tensor.stack(*[c.flatten() for c in coords], dim=-1) if coords else Tensor.zeros(1, 0, dtype=dtypes.int32, device=self.device)
     return flat._first_selected((self != 0).flatten(), size, fill_value)

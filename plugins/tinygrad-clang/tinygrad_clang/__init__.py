@@ -87,7 +87,10 @@ def _max(a: str, b: str, dt: DType) -> str:
   # (a pooling max 2x slower); this form becomes a compare and a blend. A NaN operand makes the sum NaN.
   return f"(__builtin_isunordered({a},{b})?(({a})+({b})):((({a})>({b}))?({a}):({b})))"
 
-BF16_PRELUDE = """static inline float tc_bf16_f32(unsigned short b) { union { unsigned int i; float f; } u = {.i = (unsigned int)b << 16}; return u.f; }
+BF16_PRELUDE = """static inline float tc_bf16_f32(unsigned short b) {
+  union { unsigned int i; float f; } u = {.i = (unsigned int)b << 16};
+  return u.f;
+}
 static inline unsigned short tc_f32_bf16(float f) {
   union { float f; unsigned int i; } u = {.f = f};
   if ((u.i & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  /* NaN */
@@ -171,7 +174,8 @@ class ClangRenderer(CStyleLanguage):
   def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}_u*)({buf}+{idx})) = {val};"
   def render_prefix(self, uops: list[UOp]) -> str:
     lines = []
-    if any(u.dtype == dtypes.bfloat16 or (isinstance(u.dtype, PtrDType) and u.dtype.base == dtypes.bfloat16) for u in uops): lines.append(BF16_PRELUDE)
+    if any(u.dtype == dtypes.bfloat16 or (isinstance(u.dtype, PtrDType) and u.dtype.base == dtypes.bfloat16) for u in uops):
+      lines.append(BF16_PRELUDE)
     if any(u.op is Ops.CAST and u.dtype == dtypes.float32 and u.src[0].dtype == dtypes.bool for u in uops):
       lines.append("static inline float tc_mask_f32(int b) { union { int i; float f; } u = {.i = -b & 0x3f800000}; return u.f; }")
     for dt in sorted({u.dtype for u in uops if u.dtype.count > 1 and not isinstance(u.dtype, PtrDType)}, key=lambda d: (d.name, d.count)):
