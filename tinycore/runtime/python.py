@@ -101,7 +101,8 @@ class PythonProgram(Program):
       elif op in GroupOp.ALU:
         # a comparison of bfloat16 values compares the numbers, not the uint16 bit patterns they are stored as
         cmp_bf16 = dt.scalar() != dtypes.bfloat16 and op is not Ops.WHERE
-        v[u] = exec_alu(op, dt, [bf16_to_f32(np.asarray(v[s])) if cmp_bf16 and s.dtype.scalar() == dtypes.bfloat16 else np.asarray(v[s]) for s in src])
+        v[u] = exec_alu(op, dt, [bf16_to_f32(np.asarray(v[s])) if cmp_bf16 and s.dtype.scalar() == dtypes.bfloat16 else np.asarray(v[s])
+                                 for s in src])
       else: raise NotImplementedError(f"PYTHON device cannot run {op}")
       pc += 1
     return time.perf_counter() - st if wait else None
