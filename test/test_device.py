@@ -149,3 +149,17 @@ def test_open_once():
   get = open_once(lambda idx: None if idx == 0 else f"no GPU number {idx}", lambda dev, idx: opened.append(idx) or object())
   assert get("MYDEV", 0) is get("MYDEV", 0) and opened == [0]
   with pytest.raises(DeviceError, match="device MYDEV:1 cannot be used: no GPU number 1"): get("MYDEV:1", 1)
+
+def test_cpu_is_tinygrads_name_for_clang():
+  # DEV=CPU (and CPU=1) give a device named "CPU", backed by the CLANG plugin, as tinygrad code expects; CLANG stays
+  code = """
+    from tinycore import Tensor, Device
+    t = Tensor([1.0, 2.0]) * 3 + 1
+    print(Device.DEFAULT, t.device, Tensor([1], device="cpu").device, t.tolist(), Device["CPU"].plugin)"""
+  for env in ({"DEV": "CPU"}, {"DEV": "cpu"}, {"CPU": "1"}):
+    r = run_py(code, env)
+    assert r.stdout.split() == ["CPU", "CPU", "CPU", "[4.0,", "7.0]", "tinygrad-clang"], (env, r.stderr)
+  t = Tensor([1.0, 2.0], device="CPU")
+  assert t.device == "CPU" and Device.canonicalize("cpu:0") == "CPU" and Device.canonicalize("cpu:1") == "CPU:1"
+  assert (t.to("CLANG") + 1).tolist() == [2.0, 3.0] and Tensor([5], device="CLANG").to("CPU").device == "CPU"
+  assert Device.can_open("CPU") and registry.resolve("CPU") == "CLANG" and "CPU" not in registry.device_names()

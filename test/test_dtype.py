@@ -40,3 +40,48 @@ def test_arithmetic_in_each_dtype(device, dt):
 def test_int_overflow_wraps(device):
   a = np.array([127, -128, 100], np.int8)
   np.testing.assert_array_equal((Tensor(a) + 1).numpy(), (a.astype(np.int16) + 1).astype(np.int8))
+
+def test_dtype_min_max_properties():
+  # DType.min / .max, as tinygrad 0.14 (floats: -inf/inf, bool: False/True), against numpy's limits
+  for d in dtypes.ints:
+    info = np.iinfo(to_np_dtype(d))
+    assert (d.min, d.max) == (int(info.min), int(info.max))
+  for d in dtypes.floats: assert (d.min, d.max) == (-np.inf, np.inf)
+  assert (dtypes.bool.min, dtypes.bool.max) == (False, True)
+  import tinygrad
+  assert all((d.min, d.max) == (getattr(tinygrad.dtypes, d.name).min, getattr(tinygrad.dtypes, d.name).max) for d in dtypes.all)
+
+def test_to_dtype_any_case():
+  assert to_dtype("HALF") == dtypes.float16 and to_dtype("Float32") == dtypes.float32 and to_dtype("bfloat16") == dtypes.bfloat16
+
+# *** bfloat16 on CLANG: emulated in float, rounded to bf16 after every op, against torch's bfloat16 ***
+def _bf16_cases():
+  return {"mul_add": (lambda a, b: a * b + a), "div": (lambda a, b: a / (b.abs() + 1)), "exp": (lambda a, b: a.exp()),
+          "sqrt": (lambda a, b: a.abs().sqrt()), "max": (lambda a, b: a.maximum(b)), "cmp": (lambda a, b: (a < b) + (a != b) + (a.abs() <= b)),
+          "sum": (lambda a, b: a.sum(1)), "matmul": (lambda a, b: a @ b.transpose(-1, -2)), "neg_sin": (lambda a, b: (-a).sin())}
+
+@pytest.mark.parametrize("name", list(_bf16_cases()))
+def test_bfloat16_ops_match_torch(name, device):
+  import torch
+  from tinycore.device import is_dtype_supported
+  assert is_dtype_supported(dtypes.bfloat16, device), f"{device} should declare bfloat16"
+  rng = np.random.default_rng(2)
+  a, b = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((5, 7)).astype(np.float32)
+  f = _bf16_cases()[name]
+  out = f(Tensor(a).cast(dtypes.bfloat16), Tensor(b).cast(dtypes.bfloat16))
+  ref = f(torch.tensor(a).bfloat16(), torch.tensor(b).bfloat16())
+  assert out.dtype == (dtypes.bool if name == "cmp" else dtypes.bfloat16)
+  assert out.shape == tuple(ref.shape)
+  # elementwise ops round once, as torch; reductions and transcendentals may differ by a bf16 ulp (2^-8 relative)
+  np.testing.assert_allclose(out.numpy(), ref.float().numpy(), rtol=2**-7, atol=2**-7)
+
+def test_bfloat16_casts_and_bits(device):
+  import torch
+  x = np.array([1.0, -2.5, 3.0009765625, 1e-40, np.inf, -np.inf, 65504.0, 3.3895314e38], np.float32)
+  t = Tensor(x).cast(dtypes.bfloat16)
+  np.testing.assert_equal(t.numpy(), torch.tensor(x).bfloat16().float().numpy())
+  np.testing.assert_equal(t.bitcast(dtypes.uint16).numpy(), torch.tensor(x).bfloat16().view(torch.int16).numpy().view(np.uint16))
+  np.testing.assert_equal(t.cast(dtypes.int32)[:4].numpy(), [1, -2, 3, 0])
+  assert np.isnan(Tensor([np.nan]).cast(dtypes.bfloat16).numpy()).all()
+  bits = np.array([0x3FC0, 0xC020, 0x7F80], np.uint16)
+  np.testing.assert_equal(Tensor(bits).bitcast(dtypes.bfloat16).numpy(), [1.5, -2.5, np.inf])

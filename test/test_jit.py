@@ -186,7 +186,7 @@ def test_batchnorm_running_stats_advance_in_replays():
     f = TinyJit(step) if jit else step
     data = np.random.default_rng(5)
     for _ in range(4): f(Tensor(data.standard_normal((4, 3)).astype(np.float32) * 2 + 1))
-    return np.concatenate([bn.running_mean.numpy(), bn.running_var.numpy(), bn.num_batches_tracked.numpy()])
+    return np.concatenate([bn.running_mean.numpy(), bn.running_var.numpy(), bn.num_batches_tracked.numpy().reshape(1)])  # (a 0-d int64)
   ours = run(True)
   np.testing.assert_allclose(ours, run(False), rtol=1e-5)
   assert ours[-1] == 4

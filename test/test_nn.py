@@ -1,7 +1,7 @@
 """nn layers against PyTorch: forward, and backward into the input and every parameter, on small random data."""
 import numpy as np
 import pytest
-from tinycore import Tensor, Device, nn
+from tinycore import Tensor, Device, dtypes, nn
 from tinycore.nn.state import get_state_dict
 
 torch = pytest.importorskip("torch")
@@ -154,3 +154,15 @@ def test_conv_padding_input_grad():
   x.conv2d(Tensor.ones(1, 1, 3), padding=1).sum().backward()
   # each input element is covered by as many windows as fit around it (edges: 2, inside: 3)
   np.testing.assert_allclose(x.grad.numpy(), [[[2, 3, 3, 2]]])
+
+def test_batchnorm_num_batches_tracked_and_training_context():
+  # num_batches_tracked is a 0-d int64 (as torch and tinygrad 0.14); Context(TRAINING=1) turns batch statistics on
+  from tinycore import Context
+  bn, tbn = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+  assert bn.num_batches_tracked.shape == tuple(tbn.num_batches_tracked.shape) == () and bn.num_batches_tracked.dtype == dtypes.int64
+  x = _x(4, 3, 2, 2) * 3 + 1
+  with Context(TRAINING=1):
+    for _ in range(2): _compare(bn, tbn.train(), x)
+  assert bn.num_batches_tracked.item() == tbn.num_batches_tracked.item() == 2
+  np.testing.assert_allclose(bn.running_var.numpy(), tbn.running_var.numpy(), atol=1e-5)
+  np.testing.assert_allclose(bn(Tensor(x)).numpy(), tbn.eval()(torch.tensor(x)).detach().numpy(), atol=1e-4)  # eval outside the Context

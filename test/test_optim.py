@@ -180,3 +180,42 @@ def test_views_see_an_assign_computations_made_before_it_do_not():
   np.testing.assert_allclose(view.numpy(), w0[1:3] * 2)
   np.testing.assert_allclose(product.numpy(), w0 * 3)
   np.testing.assert_allclose(w.numpy(), w0 * 2)
+
+def _newton_schulz_np(g, steps, coeffs, eps=1e-7):
+  x = g.reshape(g.shape[0], -1)
+  tall = x.shape[0] > x.shape[1]
+  x = (x.T if tall else x) / (np.linalg.norm(x) + eps)
+  for _ in range(steps):
+    gram = x @ x.T
+    x = coeffs[0] * x + coeffs[1] * gram @ x + coeffs[2] * gram @ gram @ x
+  return (x.T if tall else x).reshape(g.shape)
+
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_muon_vs_numpy(nesterov):
+  lr, mom, wd, steps, coeffs = 0.02, 0.95, 0.1, 5, (3.4445, -4.775, 2.0315)
+  ps = [W0.astype(np.float64), B0.astype(np.float64)]
+  buf = [np.zeros_like(p) for p in ps]
+  for _ in range(3):
+    gs = _np_grads(*ps)
+    for i, (p, g) in enumerate(zip(ps, gs)):
+      buf[i] = mom * buf[i] + g
+      u = _newton_schulz_np(g + mom * buf[i] if nesterov else buf[i], steps, coeffs)
+      ps[i] = p - lr * (u + wd * p)
+  _check(_ours(lambda p: optim.Muon(p, lr=lr, momentum=mom, weight_decay=wd, nesterov=nesterov)), ps, atol=1e-4)
+
+def test_muon_matches_tinygrad_and_needs_training():
+  import tinygrad
+  from tinygrad.nn.optim import Muon as TMuon
+  tinygrad.helpers.DEV.value = "CPU"
+  from tinycore import Context
+  w, tw = Tensor(W0.copy(), requires_grad=True), tinygrad.Tensor(W0.copy(), device="CPU")
+  opt, topt = optim.Muon([w], lr=0.05), TMuon([tw], lr=0.05)
+  with tinygrad.Context(TRAINING=1):
+    for _ in range(3):
+      opt.zero_grad(), topt.zero_grad()
+      (Tensor(X) @ w.T).tanh().sum().backward()
+      (tinygrad.Tensor(X, device="CPU") @ tw.T).tanh().sum().backward()
+      opt.step(), topt.step()
+  np.testing.assert_allclose(w.numpy(), tw.numpy(), atol=1e-5)
+  with Context(TRAINING=0):
+    with pytest.raises(RuntimeError, match="TRAINING"): opt.step()

@@ -219,3 +219,17 @@ def test_torch_load_malformed_is_torch_load_error(tmp_path):
   good = _handmade_pt({"w": (range(6), 0, (2, 3), (3, 1))})
   for bad in (good[:len(good) // 2], b"PK\x03\x04" + b"\0" * 40, b"\x80\x02K\x01.", b""):
     with pytest.raises(TorchLoadError): torch_load(bad)
+def test_load_state_dict_0d_and_one_element():
+  # a 0-d tensor and a (1,) one load into each other (tinygrad 0.14 and torch checkpoints store scalars either way)
+  class M:
+    def __init__(self): self.a, self.b = Tensor.zeros(()).contiguous().realize(), Tensor.zeros(1).contiguous().realize()
+  m = M()
+  load_state_dict(m, {"a": Tensor([3.0]), "b": Tensor(4.0)})
+  assert m.a.shape == () and m.a.item() == 3.0 and m.b.shape == (1,) and m.b.tolist() == [4.0]
+  with pytest.raises(ValueError, match="shape mismatch"): load_state_dict(m, {"a": Tensor([[3.0]]), "b": Tensor(4.0)})
+  with pytest.raises(ValueError, match="shape mismatch"): load_state_dict(m, {"a": Tensor([1.0, 2.0]), "b": Tensor(4.0)})
+  bn = nn.BatchNorm(2)
+  sd = {"weight": Tensor.ones(2), "bias": Tensor.zeros(2), "running_mean": Tensor.zeros(2), "running_var": Tensor.ones(2),
+        "num_batches_tracked": Tensor([5])}
+  load_state_dict(bn, sd)
+  assert bn.num_batches_tracked.shape == () and bn.num_batches_tracked.item() == 5 and bn.num_batches_tracked.dtype == dtypes.int64

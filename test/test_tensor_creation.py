@@ -121,14 +121,13 @@ def test_cast_methods(fn, dt, dev):
          dtypes.int8: np.trunc(x).astype(np.int8), dtypes.bfloat16: x}[dt]
   np.testing.assert_allclose(out.numpy().astype(np.float64), ref.astype(np.float64), rtol=1e-2 if dt == dtypes.bfloat16 else 0)
 
-def test_bfloat16():
-  # PYTHON interprets bfloat16; CLANG's renderer does not declare it and says so
+def test_bfloat16(dev):
+  # PYTHON interprets bfloat16; CLANG emulates it in float (see test_dtype.py)
   x = np.array([-2.7, 0.0, 1.5, 3.9], np.float32)
-  out = Tensor(x, device="PYTHON").bfloat16()
+  out = Tensor(x, device=dev).bfloat16()
   assert out.dtype == dtypes.bfloat16
   np.testing.assert_allclose(out.numpy(), x, rtol=1e-2)
   np.testing.assert_allclose((out * 2).float().numpy(), x * 2, rtol=1e-2)
-  with pytest.raises(TypeError, match="bfloat16"): Tensor(x, device="CLANG").bfloat16().numpy()
 
 def test_cast_gradient(dev):
   x = Tensor([1.5, -2.0], device=dev, requires_grad=True)
@@ -326,3 +325,87 @@ def test_rand_is_threefry(seed, dev):
   ref = (_threefry_ref(np.arange(32, dtype=np.uint32), seed) >> 8).astype(np.float32) / 2**24
   np.testing.assert_equal(a, ref[:16])
   np.testing.assert_equal(b, ref[16:19])
+
+# *** tinygrad 0.14 semantics (issue 10): the reference is tinygrad itself, on its CPU device, and torch ***
+def _tinygrad():
+  """tinygrad 0.14, the reference for its own API's semantics (test extra), on its CPU device."""
+  import tinygrad
+  tinygrad.helpers.DEV.value = "CPU"
+  return tinygrad
+
+def test_training_is_the_TRAINING_context_var():
+  from tinycore import Context
+  from tinycore.helpers import TRAINING
+  assert Tensor.training is False and TRAINING.value == 0
+  with Context(TRAINING=1):
+    assert Tensor.training is True and Tensor([1]).training is True
+    x = Tensor.ones(64).dropout(0.5).numpy()
+    assert set(np.unique(x)) <= {0.0, 2.0} and (x == 0).any()  # dropout is on inside Context(TRAINING=1), as tinygrad
+  assert Tensor.training is False and (Tensor.ones(8).dropout(0.5).numpy() == 1).all()
+  Tensor.training = True
+  try: assert TRAINING.value == 1 and bool(TRAINING)
+  finally: Tensor.training = False
+  with Tensor.train():
+    assert TRAINING.value == 1
+    with Tensor.train(False): assert not Tensor.training
+  assert TRAINING.value == 0
+
+@pytest.mark.parametrize("name", ["HALF", "half", "float16", "bfloat16", "float64", "double", "float32"])
+def test_default_float_context_var(name):
+  from tinycore import Context
+  tg = _tinygrad()
+  with Context(DEFAULT_FLOAT=name), tg.Context(DEFAULT_FLOAT=name):
+    ref = {"__bf16": "bfloat16"}.get(tg.dtypes.default_float.name, tg.dtypes.default_float.name)
+    assert dtypes.default_float.name == ref
+    for t in (Tensor([1.5]), Tensor.ones(2), Tensor.rand(2), Tensor(2.5), Tensor.arange(0.0, 2.0)): assert t.dtype.name == ref
+  assert dtypes.default_float == dtypes.float32
+
+def test_default_float_assignment_and_bad_name():
+  from tinycore import Context
+  dtypes.default_float = dtypes.float64
+  try: assert Tensor([1.0]).dtype == dtypes.float64 and Tensor.zeros(1).dtype == dtypes.float64
+  finally: dtypes.default_float = dtypes.float32
+  with Context(DEFAULT_FLOAT="int32"), pytest.raises(ValueError, match="DEFAULT_FLOAT"): Tensor([1.0])
+  with Context(DEFAULT_INT="int64"): assert Tensor([1, 2]).dtype == dtypes.int64 and Tensor.arange(3).dtype == dtypes.int64
+
+@pytest.mark.parametrize("x", [np.array(2.5), np.array(-3, np.int64), np.float32(2), np.int16(7), np.bool_(True), np.array(1.5, np.float16)],
+                         ids=repr)
+def test_numpy_0d_is_0d(x, dev):
+  import torch
+  t, ref = Tensor(x, device=dev), torch.tensor(x)
+  assert t.shape == tuple(ref.shape) == ()
+  assert t.dtype.name == {"float64": "double", "int64": "long", "float32": "float", "int16": "short", "bool": "bool", "float16": "half"}[str(x.dtype)]
+  assert t.item() == ref.item()
+
+def test_arange_beyond_int32(dev):
+  import torch
+  for args in ((2**31, 2**31 + 3), (-2**31 - 2, -2**31 + 1), (0, 2**33, 2**31), (5,)):
+    t, ref = Tensor.arange(*args, device=dev), torch.arange(*args)
+    assert t.dtype == (dtypes.int64 if ref.dtype == torch.int64 and (ref.abs() >= 2**31).any() else dtypes.int32)
+    np.testing.assert_equal(t.numpy(), ref.numpy())
+  assert Tensor.arange(2**31, 2**31 + 3).dtype == dtypes.int64 and _tinygrad().Tensor.arange(2**31, 2**31 + 3).dtype.name == "long"
+
+def test_randn_any_dtype_and_linspace_bool():
+  tg = _tinygrad()
+  for dt in ("bool", "int32", "float16"):
+    assert Tensor.randn(4, dtype=dt).dtype.name == tg.Tensor.randn(4, dtype=dt).dtype.name
+  b = Tensor.randn(256, dtype=dtypes.bool).numpy()
+  assert b.dtype == np.bool_ and b.all()  # x != 0 for a normal draw
+  with pytest.raises(ValueError, match="bool"): Tensor.linspace(0, 1, 5, dtype=dtypes.bool)
+  with pytest.raises(ValueError): tg.Tensor.linspace(0, 1, 5, dtype=tg.dtypes.bool)
+
+def test_from_blob(dev):
+  x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+  t = Tensor.from_blob(x.ctypes.data, (3, 4), device=dev)
+  assert t.shape == (3, 4) and t.dtype == dtypes.float32 and t.device == dev
+  np.testing.assert_equal(t.numpy(), x)
+  i = np.arange(6, dtype=np.int16)
+  np.testing.assert_equal(Tensor.from_blob(i.ctypes.data, (2, 3), dtype=dtypes.int16).numpy(), i.reshape(2, 3))
+  with pytest.raises(RuntimeError, match="address"): Tensor.from_blob(0, (2,))
+
+def test_max_shape():
+  from tinycore import Variable
+  assert Tensor.ones(2, 3).max_shape == (2, 3) and Tensor.ones(2, 3).max_numel() == 6
+  v = Variable("n", 1, 10).bind(4)
+  t = Tensor.ones(v, 3)
+  assert t.max_shape == (10, 3) and t.max_numel() == 30

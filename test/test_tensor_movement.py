@@ -149,7 +149,7 @@ IDX = [
   ("ellipsis", lambda x: x[..., 1]), ("none", lambda x: x[None, 1]), ("none_mid", lambda x: x[:, None, 2:]),
   ("ellipsis_none", lambda x: x[1, ..., None]), ("mixed", lambda x: x[-2:, 1, ::3]), ("empty_slice", lambda x: x[2:1]),
   ("out_slice", lambda x: x[1:100, -100:2]), ("all", lambda x: x[...]),
-  ("list", lambda x: x[[0, 2]]), ("list_neg", lambda x: x[[-1, 0, -1]]), ("tensor2d", lambda x: x[[[0, 1], [2, 0]]]),
+  ("list", lambda x: x[[0, 2]]), ("list_neg", lambda x: x[[-1, 0, -1]]), ("tensor2d", lambda x: x[np.array([[0, 1], [2, 0]])]),
   ("two_adjacent", lambda x: x[[0, 2], [1, 3]]), ("col", lambda x: x[:, [0, 2]]), ("non_adjacent", lambda x: x[[0, 1], :, [1, 2]]),
   ("last_dim_neg", lambda x: x[..., [-1, 0]]), ("slice_then_idx", lambda x: x[1:, [0, 2]]), ("idx_then_slice", lambda x: x[[0, 2], 1:3]),
   ("int_between", lambda x: x[[0, 1], 1, [1, 2]]), ("int_and_idx", lambda x: x[0, :, [1, 2]]), ("broadcast_idx", lambda x: x[[[0], [2]], [1, 3]]),
@@ -157,7 +157,7 @@ IDX = [
 ]
 
 def _torch_index(idx):
-  # lists as index tensors (numpy semantics: a nested list is one index array, not a tuple)
+  # lists as index tensors (a list of lists is a tuple of indices, as torch and tinygrad: see test_nested_sequence_indices)
   return tuple(torch.tensor(i) if isinstance(i, list) else i for i in idx) if isinstance(idx, tuple) else \
     torch.tensor(idx) if isinstance(idx, list) else idx
 
@@ -342,3 +342,102 @@ def test_symbolic_shapes():
   with pytest.raises(IndexError, match="step"): x[:v:2]
   assert y.reshape(-1, 2).shape[1] == 2 and same(y.reshape(-1, 2).shape[0], v * 2)
   with pytest.raises(ValueError, match="cannot infer the -1"): y.reshape(-1, 3)
+
+# *** tinygrad 0.14 semantics (issue 10) ***
+def test_squeeze_0d_is_a_tensor(dev):
+  x = Tensor(3.0, device=dev)
+  for d in (0, -1, [0], None):
+    out = x.squeeze(d)
+    assert isinstance(out, Tensor) and out.shape == () and out.item() == torch.tensor(3.0).squeeze(*([d] if isinstance(d, int) else [])).item()
+  with pytest.raises(IndexError): x.squeeze(1)
+
+def test_meshgrid_0d(dev):
+  for ts in ((3.0, 4.0), (3.0, [1.0, 2.0]), ([1.0, 2.0, 3.0], 5.0, [6.0, 7.0])):
+    for indexing in ("ij", "xy"):
+      out = Tensor(ts[0], device=dev).meshgrid(*[Tensor(t, device=dev) for t in ts[1:]], indexing=indexing)
+      ref = torch.meshgrid(*[torch.tensor(t) for t in ts], indexing=indexing)
+      assert [o.shape for o in out] == [tuple(r.shape) for r in ref]
+      for o, r in zip(out, ref): np.testing.assert_equal(o.numpy(), r.numpy())
+
+def test_stack_cat_of_a_list(dev):
+  a, b = _rng(1).standard_normal((2, 3)).astype(np.float32), _rng(2).standard_normal((2, 3)).astype(np.float32)
+  check(lambda x, y: Tensor.stack([x, y], dim=1), lambda x, y: torch.stack([x, y], dim=1), [a, b], dev)
+  check(lambda x, y: Tensor.stack((x, y)), lambda x, y: torch.stack((x, y)), [a, b], dev)
+  check(lambda x, y: Tensor.cat([x, y], dim=-1), lambda x, y: torch.cat([x, y], dim=-1), [a, b], dev)
+  with pytest.raises(TypeError, match="needs Tensors"): Tensor.stack([])
+
+@pytest.mark.parametrize("idx", [((0,),), ((0, 2),), ((0, 1), (1, 2)), [[0, 1], [1, 2]], [(0, 1), [1, 2]], (1, (0, 2)), [[0, 2]], [[[0, 1]]],
+                                 [0, slice(1, 3)], [[0], [1]]], ids=repr)
+def test_nested_sequence_indices(idx, dev):
+  # a tuple inside an index is an index list, and a list holding sequences or slices is a tuple of indices (as torch)
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  import warnings
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # torch warns that it will change this rule some day
+    check(lambda t: t[idx], lambda t: t[idx], [x], dev)
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("pad", [(1, -1, -1, 1), (2, -2, 0, 1), (2, -1, 0, 1), (-1, 2, 1, -1), (-1, 3, 0, 0), (3, -2, 0, 0), (3, -4, 1, 0)], ids=str)
+def test_pad_mixed_negative_positive(pad, mode, dev):
+  # reflect and replicate pad first and crop the padded tensor (as torch); circular crops first (as torch)
+  x = _rng(3).standard_normal((1, 2, 3, 5)).astype(np.float32)
+  try: torch.nn.functional.pad(torch.tensor(x), pad, mode=mode)
+  except RuntimeError:
+    with pytest.raises(RuntimeError): Tensor(x, device=dev).pad(pad, mode=mode)
+    return
+  if mode == "circular" and pad in ((2, -2, 0, 1), (3, -4, 1, 0)): return  # torch reads uninitialized memory for these
+  check(lambda t: t.pad(pad, mode=mode), lambda t: torch.nn.functional.pad(t, pad, mode=mode), [x], dev)
+
+def test_unfold_size_0(dev):
+  x = np.arange(10, dtype=np.float32).reshape(2, 5)
+  for d, step in ((1, 1), (1, 2), (0, 1)):
+    t, ref = Tensor(x, device=dev).unfold(d, 0, step), torch.tensor(x).unfold(d, 0, step)
+    assert t.shape == tuple(ref.shape) and t.dtype == dtypes.float32
+  with pytest.raises(RuntimeError, match="step"): Tensor(x).unfold(1, 2, 0)
+  with pytest.raises(RuntimeError, match="larger"): Tensor(x).unfold(1, 6, 1)
+
+def test_pad_to_value(dev):
+  x = _rng(4).standard_normal((2, 3)).astype(np.float32)
+  check(lambda t: t.pad_to(4, 5, value=-2.5), lambda t: torch.nn.functional.pad(t, (0, 2, 0, 2), value=-2.5), [x], dev)
+  np.testing.assert_equal(Tensor([1, 2], device=dev).pad_to((None, ), value=7).numpy(), [1, 2])
+
+@pytest.mark.parametrize("formula,shapes", [("ij...,ij...->ij", [(2, 3, 4), (2, 3, 4)]), ("...j,...j->...", [(2, 3, 4), (2, 3, 4)]),
+                                            ("i...->i", [(2, 3, 4)]), ("ij...->", [(2, 3, 4)]), ("b...,b...->...", [(2, 3), (2, 3)]),
+                                            ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)])], ids=str)
+def test_einsum_ellipsis(formula, shapes, dev):
+  xs = [_rng(i).standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)]
+  check(lambda *t: Tensor.einsum(formula, *t), lambda *t: torch.einsum(formula, *t), xs, dev, atol=1e-5)
+
+def _tinygrad():
+  import tinygrad
+  tinygrad.helpers.DEV.value = "CPU"
+  return tinygrad
+
+@pytest.mark.parametrize("x", [np.array([[0, 1.5, 0], [2, 0, -3]], np.float32), np.array([0, 3, 0, 0, 5], np.int32), np.zeros((2, 2), np.float32),
+                               np.array(4.0, np.float32), np.array([True, False, True]), np.zeros((0, 3), np.float32)], ids=lambda x: str(x.shape))
+def test_nonzero(x, dev):
+  tg = _tinygrad()
+  t = Tensor(x, device=dev).nonzero()
+  ref = torch.tensor(x).nonzero()
+  assert t.dtype == dtypes.int32 and t.shape == tuple(ref.shape)  # int32 as tinygrad (torch: int64)
+  np.testing.assert_equal(t.numpy(), ref.numpy())
+  if x.ndim:
+    for size in (0, 2, 7):
+      s = Tensor(x, device=dev).nonzero(size=size, fill_value=-1)
+      r = tg.Tensor(x).nonzero(size=size, fill_value=-1)
+      assert s.shape == tuple(r.shape) == (size, x.ndim) and s.dtype.name == r.dtype.name
+      np.testing.assert_equal(s.numpy(), r.numpy())
+
+def test_masked_select_size(dev):
+  tg = _tinygrad()
+  x = _rng(5).standard_normal((3, 4)).astype(np.float32)
+  m = x > 0.2
+  for size in (0, 3, int(m.sum()), 20):
+    for fill in (0, -7.5):
+      t = Tensor(x, device=dev).masked_select(Tensor(m, device=dev), size=size, fill_value=fill)
+      r = tg.Tensor(x).masked_select(tg.Tensor(m), size=size, fill_value=fill)
+      assert t.shape == tuple(r.shape) == (size,)
+      np.testing.assert_equal(t.numpy(), r.numpy())
+      np.testing.assert_equal(t.numpy()[:min(size, int(m.sum()))], x[m][:size])
+  i = np.arange(6, dtype=np.int32).reshape(2, 3)
+  np.testing.assert_equal(Tensor(i, device=dev).masked_select(Tensor([True, False, True], device=dev), size=5, fill_value=9).numpy(), [0, 2, 3, 5, 9])

@@ -95,7 +95,7 @@ def test_max_pool2d(cfg, dev):
   check(lambda t: t.max_pool2d(**cfg), lambda t: tF.max_pool2d(t, **cfg), [x], dev)
   out, idx = Tensor(x, device=dev).max_pool2d(**cfg, return_indices=True)
   _, tidx = tF.max_pool2d(torch.tensor(x), **cfg, return_indices=True)
-  assert idx.dtype == dtypes.int64
+  assert idx.dtype == dtypes.int32  # as tinygrad 0.14 (torch: int64)
   np.testing.assert_equal(idx.numpy(), tidx.numpy())
 
 @pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=3, stride=1), dict(kernel_size=3, padding=1),
@@ -135,6 +135,18 @@ def test_interpolate_1d_3d(dev):
   check(lambda t: t.interpolate((7,)), lambda t: tF.interpolate(t, size=(7,), mode="linear"), [rnd(2, 2, 5)], dev)
   check(lambda t: t.interpolate((3, 4, 2)), lambda t: tF.interpolate(t, size=(3, 4, 2), mode="trilinear"), [rnd(1, 1, 2, 3, 4)], dev)
   with pytest.raises(ValueError, match="mode"): Tensor.ones(1, 1, 2, 2).interpolate((3, 3), mode="cubic")
+
+@pytest.mark.parametrize("size", [(9, 11), (3, 4), (5, 14)], ids=str)
+@pytest.mark.parametrize("mode,ac", [("linear", False), ("linear", True), ("nearest", False), ("nearest-exact", False)])
+def test_interpolate_keeps_uint8(size, mode, ac, dev):
+  # an image stays uint8, rounded half up after each dim as torch does (tinygrad 0.14 keeps the dtype too)
+  x = np.random.default_rng(3).integers(0, 256, (1, 2, 5, 7)).astype(np.uint8)
+  out = Tensor(x, device=dev).interpolate(size, mode=mode, align_corners=ac)
+  tmode = {"linear": "bilinear"}.get(mode, mode)
+  ref = tF.interpolate(torch.tensor(x), size=size, mode=tmode, **({"align_corners": ac} if mode == "linear" else {}))
+  assert out.dtype == dtypes.uint8 and out.shape == tuple(ref.shape)
+  np.testing.assert_equal(out.numpy(), ref.numpy())
+  assert Tensor(x.astype(np.int32), device=dev).interpolate(size, mode=mode).dtype == dtypes.int32
 
 # *** normalization ***
 @pytest.mark.parametrize("axis", [-1, (1, 2), 1])
@@ -235,9 +247,14 @@ def test_one_hot(dev):
   oh = Tensor(y, device=dev).one_hot(5)
   assert oh.dtype == dtypes.int32 and oh.shape == (2, 2, 5)
   np.testing.assert_equal(oh.numpy(), tF.one_hot(torch.tensor(y), 5).numpy())
-  np.testing.assert_equal(Tensor(y, device=dev).one_hot().numpy(), tF.one_hot(torch.tensor(y)).numpy())
-  with pytest.raises(ValueError, match="class values"): Tensor([0, 5]).one_hot(5)
-  with pytest.raises(ValueError, match="class values"): Tensor([-1, 2]).one_hot(5)
+  # num_classes is required and -1 is an error, as tinygrad 0.14; values out of range are errors, as torch
+  with pytest.raises(ValueError, match="num_classes"): Tensor(y, device=dev).one_hot(-1)
+  with pytest.raises(TypeError): Tensor(y, device=dev).one_hot()
+  import tinygrad
+  with pytest.raises(ValueError, match="num_classes"): tinygrad.Tensor(y.tolist(), device="CPU").one_hot(-1)
+  with pytest.raises(RuntimeError, match="class values"): Tensor([0, 5]).one_hot(5)
+  with pytest.raises(RuntimeError, match="class values"): Tensor([-1, 2]).one_hot(5)
+  with pytest.raises(RuntimeError): tF.one_hot(torch.tensor([-1, 2]), 5)
   with pytest.raises(TypeError, match="integer"): Tensor([0.0, 1.0]).one_hot(2)
 
 # *** attention ***

@@ -348,3 +348,82 @@ def test_lazy_cast_of_padded_const(dev):
 def test_cast_of_padded_const(dev):
   np.testing.assert_equal(Tensor.ones(3, device=dev).pad(((1, 0),)).cast(dtypes.int32).numpy(), [0, 1, 1, 1])
   np.testing.assert_equal(Tensor.ones(2, device=dev).pad((1, 1), value=5.0).int().numpy(), [5, 1, 1, 5])
+
+# *** tinygrad 0.14 semantics (issue 10): error classes, new ops ***
+T23 = np.ones((2, 3), np.float32)
+# (name, tinycore call, torch call, the class tinycore raised before): both must raise RuntimeError, and ours still the old class
+RUNTIME_ERRORS = [
+  ("matmul", lambda T: T(T23) @ T(T23), TypeError if False else ValueError),
+  ("dot", lambda T: T(np.ones(3, np.float32)).dot(T(np.ones(2, np.float32))) if T is Tensor else T(np.ones(3)).dot(T(np.ones(2))), ValueError),
+  ("permute", lambda T: T(T23).permute(0, 0), ValueError),
+  ("reshape_two_minus_one", lambda T: T(T23).reshape(-1, -1), ValueError),
+  ("flip_repeated", lambda T: T(T23).flip(0, 0) if T is Tensor else torch.flip(T(T23), (0, 0)), ValueError),
+  ("roll", lambda T: T(T23).roll((1, 2), (0,)), ValueError),
+  ("gather_ndim", lambda T: T(T23).gather(0, T(np.array([1, 0]))), ValueError),
+  ("gather_float_index", lambda T: T(T23).gather(0, T(np.zeros((1, 3), np.float32))), TypeError),
+  ("conv_dilation", lambda T: T(np.ones((1, 1, 3, 3), np.float32)).conv2d(T(np.ones((1, 1, 2, 2), np.float32)), dilation=3) if T is Tensor else
+   torch.nn.functional.conv2d(T(np.ones((1, 1, 3, 3), np.float32)), T(np.ones((1, 1, 2, 2), np.float32)), dilation=3), ValueError),
+  ("einsum_sizes", lambda T: (Tensor.einsum if T is Tensor else torch.einsum)("ij,jk->ik", T(T23), T(np.ones((4, 5), np.float32))), ValueError),
+  ("sdpa_mask_and_causal", lambda T: (T(T23).scaled_dot_product_attention if T is Tensor else
+   lambda k, v, **kw: torch.nn.functional.scaled_dot_product_attention(T(T23), k, v, **kw))(T(T23), T(T23), attn_mask=T(np.ones((2, 2), np.float32)),
+   is_causal=True), ValueError),
+  ("cross_entropy_target", lambda T: T(T23).cross_entropy(T(np.array([1, 2, 0]))), ValueError),  # (torch: ValueError; tinygrad: RuntimeError)
+  ("scatter_ndim", lambda T: T(T23).scatter(0, T(np.array([1, 0, 1])), T(np.ones((1, 3), np.float32))), ValueError),
+  ("scatter_reduce_name", lambda T: T(T23).scatter_reduce(0, T(np.array([[1, 0, 1]])), T(np.ones((1, 3), np.float32)), reduce="foo"), ValueError),
+  ("rounding_mode", lambda T: T(T23).div(2, rounding_mode="up"), ValueError),
+  ("shift_float", lambda T: T(T23) << 1, TypeError),
+  ("int_pow_negative_int", lambda T: T(np.array([2, 3])) ** -1, None),
+  ("unfold_step", lambda T: T(T23).unfold(1, 2, 0), ValueError),
+]
+
+@pytest.mark.parametrize("name,fn,old", RUNTIME_ERRORS, ids=[e[0] for e in RUNTIME_ERRORS])
+def test_runtime_error_classes(name, fn, old):
+  if name == "cross_entropy_target":
+    import tinygrad
+    tinygrad.helpers.DEV.value = "CPU"
+    with pytest.raises(RuntimeError): fn(tinygrad.Tensor)
+  else:
+    with pytest.raises(RuntimeError): fn(torch.tensor)
+  with pytest.raises(RuntimeError) as e: fn(Tensor)
+  if old is not None: assert isinstance(e.value, old), f"{type(e.value).__name__} should still be a {old.__name__}"
+  assert len(str(e.value)) > 10  # our message, naming the problem
+
+def test_error_classes_module():
+  from tinycore.errors import ShapeError, ArgumentError, DTypeError
+  assert issubclass(ShapeError, RuntimeError) and issubclass(ShapeError, ValueError)
+  assert issubclass(ArgumentError, RuntimeError) and issubclass(ArgumentError, ValueError)
+  assert issubclass(DTypeError, RuntimeError) and issubclass(DTypeError, TypeError)
+
+def test_int_pow_python_float_and_negative(dev):
+  a = np.array([1, 2, 3, -4], np.int32)
+  for e in (2.0, 0.5, -1.0, 3.0):
+    out, ref = Tensor(a, device=dev) ** e, torch.tensor(a) ** e
+    assert out.dtype == dtypes.float32 and ref.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6, equal_nan=True)
+  import tinygrad
+  tinygrad.helpers.DEV.value = "CPU"
+  with pytest.raises(RuntimeError): tinygrad.Tensor([2, 3]) ** -1
+  with pytest.raises(RuntimeError, match="negative integer power"): Tensor([2, 3], device=dev) ** -2
+  np.testing.assert_equal((Tensor(a, device=dev) ** 0).numpy(), a ** 0)  # non-negative powers stay ints
+
+def test_logaddexp(dev):
+  a, b = _rng(1).standard_normal((3, 4)).astype(np.float32) * 5, _rng(2).standard_normal((4,)).astype(np.float32) * 5
+  check(lambda x, y: x.logaddexp(y), torch.logaddexp, [a, b], dev)
+  e = np.array([-np.inf, np.inf, -np.inf, 0.0, 1e30], np.float32)
+  f = np.array([-np.inf, np.inf, 3.0, -np.inf, 1e30], np.float32)
+  ref = torch.logaddexp(torch.tensor(e), torch.tensor(f)).numpy()
+  np.testing.assert_allclose(Tensor(e, device=dev).logaddexp(Tensor(f, device=dev)).numpy(), ref)
+  assert Tensor([1, 2], device=dev).logaddexp(3).dtype == dtypes.float32
+
+def test_softmin_normalize_gelu_none(dev):
+  x = _rng(3).standard_normal((3, 5)).astype(np.float32)
+  check(lambda t: t.softmin(), lambda t: torch.nn.functional.softmin(t, -1), [x], dev)
+  check(lambda t: t.softmin(0), lambda t: torch.nn.functional.softmin(t, 0), [x], dev)
+  for p, d in ((2.0, 1), (1.0, 0), (3.0, -1), (math.inf, 1)):
+    check(lambda t, p=p, d=d: t.normalize(p, d), lambda t, p=p, d=d: torch.nn.functional.normalize(t, p, d), [x], dev)
+  z = np.zeros((2, 3), np.float32)
+  np.testing.assert_equal(Tensor(z, device=dev).normalize().numpy(), torch.nn.functional.normalize(torch.tensor(z)).numpy())
+  g = np.linspace(-5, 5, 41, dtype=np.float32)
+  check(lambda t: t.gelu(approximate="none"), lambda t: torch.nn.functional.gelu(t), [g], dev, atol=1e-6)
+  check(lambda t: t.gelu(approximate="tanh"), lambda t: torch.nn.functional.gelu(t, approximate="tanh"), [g], dev, atol=1e-6)
+  with pytest.raises(RuntimeError, match="approximate"): Tensor(g).gelu(approximate="exact")

@@ -112,7 +112,7 @@ def test_cumulative(fn, axis, dev):
   x = X if fn != "cumprod" else _rng(5).uniform(0.5, 1.5, X.shape).astype(np.float32)
   tfn = {"cumsum": lambda t: t.cumsum(axis), "cumprod": lambda t: t.cumprod(axis), "cummax": lambda t: t.cummax(axis).values,
          "cummin": lambda t: t.cummin(axis).values, "logcumsumexp": lambda t: t.logcumsumexp(axis)}[fn]
-  check(lambda t: getattr(t, fn)(axis), tfn, [x], dev)
+  check(lambda t: getattr(t, fn)(axis)[0] if fn in ("cummax", "cummin") else getattr(t, fn)(axis), tfn, [x], dev)
 
 def test_cumulative_long_axis():
   # past the triangular-mask size: the blocked scan (cumsum) and the multi-kernel log-depth scans
@@ -120,8 +120,11 @@ def test_cumulative_long_axis():
   check(lambda t: t.cumsum(1), lambda t: t.cumsum(1), [x], "CLANG", atol=1e-4)
   y = _rng(7).uniform(0.999, 1.001, (520,)).astype(np.float32)
   check(lambda t: t.cumprod(0), lambda t: t.cumprod(0), [y], "CLANG", grad=False)
-  check(lambda t: t.cummax(0), lambda t: t.cummax(0).values, [y], "CLANG", grad=False)
-  check(lambda t: t.cummin(0), lambda t: t.cummin(0).values, [y], "CLANG", grad=False)
+  check(lambda t: t.cummax(0)[0], lambda t: t.cummax(0).values, [y], "CLANG", grad=False)
+  check(lambda t: t.cummin(0)[0], lambda t: t.cummin(0).values, [y], "CLANG", grad=False)
+  # no ties in random floats: the indices are torch's too, through the log-depth scan
+  check(lambda t: t.cummax(0)[1], lambda t: t.cummax(0).indices.int(), [y], "CLANG", grad=False)
+  check(lambda t: t.cummin(0)[1], lambda t: t.cummin(0).indices.int(), [y], "CLANG", grad=False)
 
 def test_masked_0d_and_empty_prod(dev):
   # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1
@@ -135,8 +138,8 @@ def test_cumulative_dtypes_edges(dev):
   c = Tensor(i, device=dev).cumsum(1)
   assert c.dtype == dtypes.int32 and c.tolist() == np.cumsum(i, 1).tolist()
   assert Tensor(i, device=dev).cumprod(1).tolist() == np.cumprod(i, 1).tolist()
-  assert Tensor(i, device=dev).cummax(1).tolist() == np.maximum.accumulate(i, 1).tolist()
-  assert Tensor(i, device=dev).cummin(0).tolist() == np.minimum.accumulate(i, 0).tolist()
+  assert Tensor(i, device=dev).cummax(1)[0].tolist() == np.maximum.accumulate(i, 1).tolist()
+  assert Tensor(i, device=dev).cummin(0)[0].tolist() == np.minimum.accumulate(i, 0).tolist()
   assert Tensor([True, False, True], device=dev).cumsum().tolist() == [1, 1, 2]
   assert Tensor.zeros(0, device=dev).cumsum().shape == (0,)
   assert Tensor(3.0, device=dev).cumsum().item() == 3.0
@@ -219,8 +222,7 @@ def test_reduce_errors():
   x = Tensor.ones(2, 3)
   with pytest.raises(IndexError, match="out of range"): x.sum(2)
   with pytest.raises(ValueError, match="repeats"): x.sum((0, 0))
-  with pytest.raises(ValueError, match="empty"): Tensor.zeros(0, 3).max()
-  with pytest.raises(ValueError, match="empty"): Tensor.zeros(0, 3).argmax(0)
+  with pytest.raises(RuntimeError, match="empty"): Tensor.zeros(0, 3).argmax(0)
   with pytest.raises(ValueError, match="topk"): x.topk(4)
   with pytest.raises(TypeError, match="dim must be an int"): x.cumsum(1.5)
 
@@ -228,3 +230,42 @@ def test_max_ties_gradient(dev):
   x = Tensor([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]], device=dev, requires_grad=True)
   x.max(1).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), [[0, 0.5, 0.5], [0.5, 0, 0.5]])
+
+# *** tinygrad 0.14 semantics (issue 10) ***
+def _tinygrad():
+  import tinygrad
+  tinygrad.helpers.DEV.value = "CPU"
+  return tinygrad
+
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+def test_cummax_cummin_indices(fn, dev):
+  tg = _tinygrad()
+  # ties (ints) follow tinygrad 0.14: the index where the running value first appeared
+  for x in (np.array([[1, 3, 3, 2, 5, 5], [4, 4, 1, 0, 0, 7]], np.int32), np.array([True, False, True, True]), np.array(2.5, np.float32)):
+    v, i = getattr(Tensor(x, device=dev), fn)(0 if x.ndim < 2 else 1)
+    rv, ri = getattr(tg.Tensor(x), fn)(0 if x.ndim < 2 else 1)
+    assert v.dtype.name == rv.dtype.name and i.dtype == dtypes.int32 and i.shape == tuple(ri.shape)
+    np.testing.assert_equal(v.numpy(), rv.numpy())
+    np.testing.assert_equal(i.numpy(), ri.numpy())
+  # distinct values: torch's values and indices, forward and backward of the values
+  r = _rng(9).permutation(40).reshape(5, 8).astype(np.float32)
+  for axis in (0, 1, -1):
+    check(lambda t, a=axis: getattr(t, fn)(a)[0], lambda t, a=axis: getattr(torch, fn)(t, a).values, [r], dev)
+    check(lambda t, a=axis: getattr(t, fn)(a)[1], lambda t, a=axis: getattr(torch, fn)(t, a).indices.int(), [r], dev, grad=False)
+  # a NaN is the running max and min from where it appears, the index that of the last NaN (as torch)
+  n = np.array([1.0, np.nan, 3.0, np.nan, 0.5], np.float32)
+  v, i = getattr(Tensor(n, device=dev), fn)()
+  rv, ri = getattr(torch, fn)(torch.tensor(n), 0)
+  np.testing.assert_equal(v.numpy(), rv.numpy())
+  np.testing.assert_equal(i.numpy(), ri.numpy())
+
+def test_empty_max_min_are_the_identity(dev):
+  tg = _tinygrad()
+  cases = (((0,), "float32", None, False), ((0, 3), "float32", 0, False), ((2, 0), "float32", 1, True), ((0, 3), "int32", None, False),
+           ((0,), "uint8", None, False), ((0,), "bool", None, False), ((3, 0), "int8", 1, False))
+  for shape, dt, axis, keep in cases:
+    for fn in ("max", "min"):
+      t = getattr(Tensor.zeros(*shape, dtype=dt, device=dev), fn)(axis, keepdim=keep)
+      r = getattr(tg.Tensor.zeros(*shape, dtype=dt), fn)(axis, keepdim=keep)
+      assert t.shape == tuple(r.shape) and t.numpy().dtype == r.numpy().dtype
+      np.testing.assert_equal(t.numpy(), r.numpy())

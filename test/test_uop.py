@@ -102,3 +102,15 @@ def test_divmod_below_a_divisor_folds():
   assert simplify(x // 126 + x % 126 * 0).render() == "(r//3)"
   # s + 13*t reaches 42 when t can be 3: no fold
   assert "s" in simplify((r * 42 + s + Variable("t", 0, 3) * 13) // 126).render()
+
+def test_tinygrad_uop_ops_module():
+  # the names `tinygrad.uop.ops` programs import: UOp (UOp.const in tinygrad 0.14's order too) and Ops; others say they are not provided
+  from tinycore.uop.ops import UOp as U, Ops as O, Variable as V
+  assert U is UOp and O is Ops and V is Variable
+  c = U.const(3, dtypes.int32)
+  assert c is U.const(dtypes.int32, 3) and c.op is O.CONST and c.arg == 3 and c.dtype == dtypes.int32
+  assert U.const(2.5).dtype == dtypes.float32 and U.const(True).dtype == dtypes.bool
+  e = U.variable("x", 1, 10) * 2 + c
+  assert (e.vmin, e.vmax) == (5, 23) and e.render() == "((x*2)+3)"
+  import tinycore.uop.ops as ops
+  with pytest.raises(AttributeError, match="does not provide 'AxisType'"): _ = ops.AxisType

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinycore.dtype import DType, dtypes, to_np_dtype
-from tinycore.helpers import DEBUG, GlobalCounters, diskcache_get, diskcache_put
+from tinycore.helpers import DEBUG, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinycore.renderer import Renderer
 
 class CompileError(RuntimeError):
@@ -98,7 +98,6 @@ class _Device:
     if not isinstance(device, str): raise TypeError(f"device must be a string like 'CLANG' or 'OPENCL:1', got {device!r}")
     name, _, idx = device.partition(":")
     name = name.upper()
-    if name == "CPU": name = "CLANG"  # tinygrad's name for the C backend
     if idx and not idx.isdigit(): raise DeviceError(f"bad device index in {device!r}: expected NAME or NAME:n")
     return name if not idx or idx == "0" else f"{name}:{idx}"
   def __getitem__(self, device: str) -> Compiled:
@@ -113,21 +112,28 @@ class _Device:
     return d
   @property
   def DEFAULT(self) -> str:
+    """The device new tensors go to: the DEV context variable (environment, `Context(DEV=...)` or assigning DEFAULT)
+    when set, else the best available one."""
+    if DEV.value: return self._dev_cache[1] if self._dev_cache[0] == DEV.value else self._canonical_dev()
     if self._default is None: self._default = self._pick_default()
     return self._default
   @DEFAULT.setter
-  def DEFAULT(self, device: str) -> None: self._default = self.canonicalize(device)
+  def DEFAULT(self, device: str) -> None: DEV.value = self.canonicalize(device)
+  _dev_cache: tuple[str, str] = ("", "")
+  def _canonical_dev(self) -> str:
+    self._dev_cache = (DEV.value, self.canonicalize(DEV.value))
+    return self._dev_cache[1]
   def _pick_default(self) -> str:
     from tinycore.plugin import registry
-    if (dev := os.getenv("DEV")): return self.canonicalize(dev)
-    for name in registry.device_names():
+    from tinycore.plugin import DEVICE_ALIASES
+    for name in [*registry.device_names(), *DEVICE_ALIASES]:
       if os.getenv(name, "") not in ("", "0") and re.fullmatch(r"\d+", os.environ[name]): return name
     for name in registry.available_devices(): return name
     raise DeviceError("no device is available: " + "; ".join(f"{n}: {r}" for n, r in registry.reasons().items()))
   def can_open(self, device: str) -> bool:
     """Whether an installed device opens here; a name no plugin provides raises DeviceError at once."""
     from tinycore.plugin import registry
-    if self.canonicalize(device).split(":")[0] not in registry.device_names(): self[device]
+    if registry.resolve(self.canonicalize(device).split(":")[0]) not in registry.device_names(): self[device]
     try: self[device]
     except DeviceError: return False
     return True

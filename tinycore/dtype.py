@@ -4,6 +4,7 @@ import functools, math, struct
 from dataclasses import dataclass
 from typing import Any
 import numpy as np
+from tinycore.helpers import DEFAULT_FLOAT, DEFAULT_INT
 
 @dataclass(frozen=True, eq=True)
 class DType:
@@ -20,6 +21,14 @@ class DType:
     return DType(self.priority, self.itemsize * sz, f"{self.name}{sz}", None, sz)
   def scalar(self) -> DType: return DTYPES_DICT[self.name[:-len(str(self.count))]] if self.count > 1 else self
   def ptr(self, local: bool = False) -> PtrDType: return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, self, local)
+  @property
+  def min(self) -> Any:
+    """The smallest value: -inf for floats, False for bool."""
+    return dtypes.min(self)
+  @property
+  def max(self) -> Any:
+    """The largest value: inf for floats, True for bool."""
+    return dtypes.max(self)
 
 @dataclass(frozen=True, eq=True)
 class PtrDType(DType):
@@ -28,7 +37,24 @@ class PtrDType(DType):
   local: bool = False
   def __repr__(self) -> str: return f"{self.base!r}.ptr({'local' if self.local else ''})"
 
-class dtypes:
+class _DefaultDTypes(type):
+  """dtypes.default_float / default_int read (and assigning them writes) the DEFAULT_FLOAT / DEFAULT_INT context
+  variables, so `Context(DEFAULT_FLOAT="HALF")`, the environment and `dtypes.default_float = dtypes.half` all agree."""
+  @property
+  def default_float(cls) -> DType: return _default(DEFAULT_FLOAT, dtypes.is_float, "float")
+  @default_float.setter
+  def default_float(cls, dt: DType | str) -> None: DEFAULT_FLOAT.value = to_dtype(dt).name
+  @property
+  def default_int(cls) -> DType: return _default(DEFAULT_INT, dtypes.is_int, "integer")
+  @default_int.setter
+  def default_int(cls, dt: DType | str) -> None: DEFAULT_INT.value = to_dtype(dt).name
+
+def _default(var: Any, ok: Any, kind: str) -> DType:
+  dt = to_dtype(var.value)
+  if not ok(dt): raise ValueError(f"{var.key}={var.value!r} is not a {kind} dtype")
+  return dt
+
+class dtypes(metaclass=_DefaultDTypes):
   """Namespace of the scalar dtypes and helpers about them."""
   bool = DType(0, 1, "bool", "?")
   int8 = DType(1, 1, "char", "b")
@@ -47,8 +73,6 @@ class dtypes:
   # aliases, as tinygrad spells them
   half, float, double, char, uchar, short, ushort, int, uint, long, ulong = \
     float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64
-  default_float: DType = float32
-  default_int: DType = int32
 
   @staticmethod
   def is_float(x: DType) -> bool: return x.scalar() in dtypes.floats
@@ -103,8 +127,9 @@ DTYPES_DICT: dict[str, DType] = {k: v for k, v in dtypes.__dict__.items() if isi
 DTYPES_DICT.update({d.name: d for d in dtypes.all})
 
 def to_dtype(x: DType | str) -> DType:
+  """A DType, or one named by a string in any case ("float32", "HALF", "bfloat16")."""
   if isinstance(x, DType): return x
-  if isinstance(x, str) and x in DTYPES_DICT: return DTYPES_DICT[x]
+  if isinstance(x, str) and (x in DTYPES_DICT or x.lower() in DTYPES_DICT): return DTYPES_DICT.get(x, DTYPES_DICT.get(x.lower()))  # type: ignore[arg-type]
   raise TypeError(f"unknown dtype {x!r}, expected a DType or one of {sorted(DTYPES_DICT)}")
 
 # *** promotion: the lattice tinygrad uses, upcasting to the least upper bound ***

@@ -37,9 +37,10 @@ def getenv(key: str, default: Any = 0) -> Any:
   return type(default)(os.getenv(key, default))
 
 class ContextVar:
-  """A global knob set from the environment and overridable with `Context(NAME=value)`."""
+  """A global knob set from the environment and overridable with `Context(NAME=value)`; its value has the type of the
+  default (an int, or a str such as DEFAULT_FLOAT's dtype name)."""
   _cache: dict[str, ContextVar] = {}
-  def __init__(self, key: str, default: int):
+  def __init__(self, key: str, default: Any):
     self.key, self.value = key, getenv(key, default)
     ContextVar._cache[key] = self
   def __bool__(self) -> bool: return bool(self.value)
@@ -64,7 +65,13 @@ class Context(contextlib.ContextDecorator):
     for k, v in self.old.items(): ContextVar._cache[k].value = v
 
 DEBUG, BEAM, NOOPT, JIT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0), ContextVar("JIT", 1)
+# DEV names the default device (Device.DEFAULT reads it; `Context(DEV="CPU")` as in tinygrad 0.14); empty: the best available
+DEV = ContextVar("DEV", "")
 GRAPH, GRAPHUOPS, CACHELEVEL = ContextVar("GRAPH", 0), ContextVar("GRAPHUOPS", 0), ContextVar("CACHELEVEL", 2)
+# TRAINING turns dropout, BatchNorm's batch statistics and Optimizer.step on (Tensor.training and Tensor.train() are views
+# of it); DEFAULT_FLOAT / DEFAULT_INT name the dtypes of python floats and ints (dtypes.default_float reads it), as tinygrad
+TRAINING = ContextVar("TRAINING", 0)
+DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
 
 class GlobalCounters:
   """Totals since the last reset: kernels run, operations, memory moved and time spent."""

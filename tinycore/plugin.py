@@ -18,6 +18,9 @@ from tinycore.device import Allocator, Compiled, Compiler, DeviceError, Program
 from tinycore.renderer import Renderer
 
 API_VERSION = "1.1.0"  # 1.1: the Backend, device_index, lazy and open_once helpers
+# tinygrad's names for devices tinycore provides under its own: `Tensor(x, device="CPU")` and DEV=CPU open the CLANG
+# backend as a device named "CPU" (its own buffers and kernels; `.device` reads "CPU", as tinygrad code expects)
+DEVICE_ALIASES: dict[str, str] = {"CPU": "CLANG"}
 ENTRY_POINT_GROUP = "tinycore.backends"
 hookspec = pluggy.HookspecMarker("tinycore")
 hookimpl = pluggy.HookimplMarker("tinycore")
@@ -178,11 +181,18 @@ class Registry:
   def device_names(self) -> list[str]: return [e.name for e in self.all_entries()]
   def available_devices(self) -> list[str]: return [e.name for e in self.all_entries() if e.error is None and e.reason() is None]
   def reasons(self) -> dict[str, str]: return {e.name: r for e in self.all_entries() if (r := e.reason()) is not None}
+  @staticmethod
+  def resolve(name: str) -> str:
+    """The device a (base) name opens: an alias's target, else the name itself."""
+    return DEVICE_ALIASES.get(name, name)
 
   def open(self, device: str) -> Compiled:
+    """Build `device` (a canonical name, "NAME" or "NAME:n") from its plugin's parts; an alias asks its target's plugin."""
     self.load()
     assert self.pm is not None
-    base = device.split(":")[0]
+    alias = device.split(":")[0]
+    base = self.resolve(alias)
+    target = base + device[len(alias):]  # what the plugin's hooks answer to
     entry = self.entries.get(base) or next((e for e in self.failed if e.name == base), None)
     if entry is None:
       known = ", ".join(self.device_names())
@@ -191,7 +201,7 @@ class Registry:
     if (why := entry.reason()) is not None: raise DeviceError(f"device {device} (plugin {entry.plugin} {entry.version}) cannot be used: {why}")
     parts = {}
     for part in ("allocator", "renderer", "compiler", "program"):
-      try: parts[part] = getattr(self.pm.hook, f"tinycore_{part}")(device=device)
+      try: parts[part] = getattr(self.pm.hook, f"tinycore_{part}")(device=target)
       except DeviceError: raise
       except Exception as e:
         raise DeviceError(f"device {device} (plugin {entry.plugin} {entry.version}) failed to build its {part}: {type(e).__name__}: {e}") from e

@@ -6,15 +6,16 @@ code written for tinygrad runs after changing the import. Everything here is com
 function.py; there is no gather or scan primitive, so indexing with tensors builds one-hot masks and reduces, and
 cumulative ops reduce over triangular masks or run a log-depth scan."""
 from __future__ import annotations
-import functools, math, time, itertools
+import ctypes, functools, math, time, itertools
 from contextlib import ContextDecorator
 from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 import tinycore.function as F
 from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, from_np_dtype, to_np_dtype, bf16_to_f32
-from tinycore.helpers import argfix, prod, all_int, make_tuple, flatten, ceildiv
+from tinycore.helpers import argfix, prod, all_int, make_tuple, flatten, ceildiv, TRAINING
 from tinycore.lazy import LazyBuffer, merge_var_vals
+from tinycore.errors import ShapeError, ArgumentError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -51,8 +52,8 @@ def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   if dtype == dtypes.bfloat16:
     from tinycore.dtype import f32_to_bf16
     data = f32_to_bf16(arr.astype(np.float32))
-  # ascontiguousarray makes a 0-d array 1-d: keep the shape
-  else: data = np.ascontiguousarray(arr, dtype=to_np_dtype(dtype)).reshape(arr.shape)
+  else: data = np.ascontiguousarray(arr, dtype=to_np_dtype(dtype))
+  data = data.reshape(arr.shape)  # (ascontiguousarray makes a 0-d array 1-d)
   # a device that cannot open here (a compile-only run without its driver) gets the data through a lazy COPY from the
   # host: graphs still build and schedule, and a realize fails with the device's own reason, never elsewhere
   host = device if Device.can_open(device) else "PYTHON"
@@ -116,10 +117,18 @@ def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shap
 _iota_cache: dict[tuple[int, str, DType], LazyBuffer] = {}
 
 class _train(ContextDecorator):
-  """Context manager and decorator that sets Tensor.training (mode=True by default) and restores it on exit."""
+  """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
   def __init__(self, mode: bool = True): self.mode = mode
-  def __enter__(self) -> None: self.prev, Tensor.training = Tensor.training, self.mode
-  def __exit__(self, *args: Any) -> None: Tensor.training = self.prev
+  def __enter__(self) -> None: self.prev, TRAINING.value = TRAINING.value, int(self.mode)
+  def __exit__(self, *args: Any) -> None: TRAINING.value = self.prev
+
+class _TensorType(type):
+  """`Tensor.training` is a view of the TRAINING context variable (tinygrad 0.14 reads `Context(TRAINING=1)`): reading
+  it, assigning it and `Context` all see one value."""
+  @property
+  def training(cls) -> bool: return bool(TRAINING.value)
+  @training.setter
+  def training(cls, mode: bool) -> None: TRAINING.value = int(bool(mode))
 
 class _test(ContextDecorator):
   """Context manager and decorator that sets Tensor.no_grad (mode=True by default) and restores it on exit."""
@@ -127,16 +136,21 @@ class _test(ContextDecorator):
   def __enter__(self) -> None: self.prev, Tensor.no_grad = Tensor.no_grad, self.mode
   def __exit__(self, *args: Any) -> None: Tensor.no_grad = self.prev
 
-class Tensor:
+class Tensor(metaclass=_TensorType):
   """A multi-dimensional array on a device, with autograd. Operations are lazy until realize(), numpy() or item()."""
   __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
-  training: ClassVar[bool] = False
+  @property
+  def training(self) -> bool:
+    """Whether TRAINING is set (dropout, BatchNorm batch statistics, Optimizer.step); `Tensor.training` reads and assigns it
+    on the class."""
+    return bool(TRAINING.value)
   no_grad: ClassVar[bool] = False
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[dict[str, Tensor]] = {}
   _rng_key: ClassVar[dict[str, Tensor]] = {}
   train = _train
-  """`with Tensor.train():` (or as a decorator) sets Tensor.training, which turns dropout on; `train(False)` clears it."""
+  """`with Tensor.train():` (or as a decorator) sets TRAINING (Tensor.training), which turns dropout, BatchNorm's batch
+  statistics and Optimizer.step on; `train(False)` clears it. `with Context(TRAINING=1):` does the same."""
   test = _test
   """`with Tensor.test():` sets Tensor.no_grad: no autograd graph is recorded inside (as tinygrad)."""
 
@@ -187,6 +201,13 @@ class Tensor:
   def numel(self) -> sint:
     """The number of elements."""
     return ssimplify(prod(self.shape))
+  @property
+  def max_shape(self) -> tuple[int, ...]:
+    """The shape with every symbolic size replaced by its largest value."""
+    return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
+  def max_numel(self) -> int:
+    """The number of elements of max_shape."""
+    return prod(self.max_shape)
   def size(self, dim: int | None = None) -> sint | tuple[sint, ...]:
     """The shape, or the size of one dim."""
     return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
@@ -288,6 +309,18 @@ class Tensor:
 
   # *** creation ***
   @staticmethod
+  def from_blob(ptr: int, shape: tuple[int, ...], **kwargs: Any) -> Tensor:
+    """A tensor of `shape` (and `dtype`, default float) read from host memory at address ptr (as from numpy's
+    `arr.ctypes.data`). The memory is copied now, so it needs to stay valid only for this call (tinygrad 0.14 aliases it
+    on its CPU device: later writes through ptr are not seen here)."""
+    dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
+    kwargs.pop("dtype", None)
+    if not isinstance(ptr, int) or ptr <= 0: raise ArgumentError(f"from_blob needs a host address (an int > 0), got {ptr!r}")
+    shp = _shape_arg(shape)
+    if not all_int(shp): raise ShapeError(f"from_blob needs a concrete shape, got {shape}")
+    raw = np.frombuffer(ctypes.string_at(ptr, prod(shp) * dt.itemsize), dtype=to_np_dtype(dt)).reshape(shp)
+    return Tensor(bf16_to_f32(raw) if dt == dtypes.bfloat16 else raw, dtype=dt, **kwargs)
+  @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
@@ -313,22 +346,26 @@ class Tensor:
     return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
   def arange(start: Any, stop: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
-    """Like numpy.arange: [start, stop) in steps of step; int unless an argument is a float. The values are computed
-    on the host and copied to the device."""
+    """Like numpy.arange: [start, stop) in steps of step; int unless an argument is a float (int64 when the values do
+    not fit the default int). The values are computed on the host and copied to the device."""
     if stop is None: start, stop = 0, start
-    dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else \
-      (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
-    kwargs.pop("dtype", None)
     if step == 0: raise ValueError("arange step must not be zero")
     n = max(0, math.ceil((stop - start) / step))
+    if kwargs.get("dtype") is not None: dtype = to_dtype(kwargs.pop("dtype"))
+    elif any(isinstance(x, float) for x in (start, stop, step)): dtype = dtypes.default_float
+    else:
+      ends = (start, start + step * (n - 1)) if n else (start,)
+      dtype = dtypes.default_int if all(dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int) for v in ends) else dtypes.int64
+    kwargs.pop("dtype", None)
     vals = start + step * np.arange(n, dtype=np.float64 if dtypes.is_float(dtype) else np.int64)
     return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
   @staticmethod
   def linspace(start: float, stop: float, steps: int, **kwargs: Any) -> Tensor:
-    """`steps` evenly spaced values from start to stop, both included."""
+    """`steps` evenly spaced values from start to stop, both included (any dtype but bool; ints truncate)."""
     if not isinstance(steps, int) or steps < 0: raise ValueError(f"linspace steps must be a non-negative int, got {steps}")
     dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)
+    if dtype == dtypes.bool: raise ArgumentError("linspace to bool is not supported (as torch and tinygrad): cast the result instead")
     vals = np.linspace(start, stop, steps, dtype=np.float64)
     if not dtypes.is_float(dtype): vals = np.trunc(vals)
     return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
@@ -366,11 +403,12 @@ class Tensor:
     dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
     return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
-    """Coordinate grids from 1-D tensors, indexing "ij" (matrix) or "xy" (cartesian), as torch.meshgrid."""
-    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
-    ts = (self,) + args
+    """Coordinate grids from 1-D (or 0-d, taken as one element) tensors, indexing "ij" (matrix) or "xy" (cartesian), as
+    torch.meshgrid."""
+    if indexing not in ("ij", "xy"): raise ArgumentError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = tuple(t.reshape(1) if t.ndim == 0 else t for t in (self,) + args)
     for t in ts:
-      if t.ndim != 1: raise ValueError(f"meshgrid needs 1-D tensors, got shape {t.shape}")
+      if t.ndim != 1: raise ShapeError(f"meshgrid needs 1-D or 0-d tensors, got shape {t.shape}")
     # "xy" is "ij" with the first two inputs (and outputs) swapped
     xy = indexing == "xy" and len(ts) >= 2
     if xy: ts = (ts[1], ts[0]) + ts[2:]
@@ -443,12 +481,12 @@ class Tensor:
     return Tensor(out.cast(dt).reshape(shape).lazydata, **kwargs)
   @staticmethod
   def randn(*shape: Any, dtype: DType | str | None = None, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
-    """Standard normal (Box-Muller over two uniform draws)."""
+    """Standard normal (Box-Muller over two uniform draws), drawn in float32 and cast to dtype (any dtype, as tinygrad:
+    an int dtype truncates, bool is x != 0)."""
     shape = _shape_arg(*shape)
     u = Tensor.rand(2, *shape, dtype=dtypes.float32, **kwargs)
     out = (1 - u[0]).log().mul(-2).sqrt() * (u[1] * (2 * math.pi)).cos()
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if not dtypes.is_float(dt): raise TypeError(f"randn needs a float dtype, got {dt}")
     return Tensor(out.cast(dt).lazydata, requires_grad=requires_grad)
   @staticmethod
   def randint(*shape: Any, low: int = 0, high: int = 10, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
@@ -524,9 +562,9 @@ class Tensor:
       idx = keys.topk(num_samples, dim=1)[1].cast(dtypes.int32)
     return idx.reshape(-1) if self.ndim == 1 else idx
   def dropout(self, p: float = 0.5) -> Tensor:
-    """In training (Tensor.training), zero each element with probability p and scale the rest by 1/(1-p)."""
+    """In training (TRAINING, Tensor.training), zero each element with probability p and scale the rest by 1/(1-p)."""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    if not Tensor.training or p == 0: return self
+    if not TRAINING or p == 0: return self
     if p == 1: return self * 0
     mask = Tensor.rand(*self.shape, device=self.device, requires_grad=False) >= p
     return mask.where(self, 0) * (1 / (1 - p))
@@ -535,7 +573,7 @@ class Tensor:
   def _infer_symbolic_dim(self, new_shape: list) -> list:
     # the -1 of a reshape with symbolic sizes: equal dims on both sides cancel, the rest must divide exactly
     if sum(isinstance(s, int) and s < 0 for s in new_shape) != 1 or any(isinstance(s, int) and s < -1 for s in new_shape):
-      raise ValueError(f"bad reshape target {tuple(new_shape)}: one -1 at most, other sizes non-negative")
+      raise ShapeError(f"bad reshape target {tuple(new_shape)}: one -1 at most, other sizes non-negative")
     left, right = list(self.shape), [s for s in new_shape if not (isinstance(s, int) and s == -1)]
     for s in list(right):
       if (i := next((i for i, t in enumerate(left) if _same(s, t)), None)) is not None: left.pop(i), right.remove(s)
@@ -543,7 +581,7 @@ class Tensor:
     inferred = ssimplify(total // known) if isinstance(known, int) and known > 0 else None
     if inferred is None or not _same(ssimplify(inferred * known), total):
       def show(xs: Any) -> str: return "(" + ", ".join(x.render() if isinstance(x, UOp) else str(x) for x in xs) + ")"
-      raise ValueError(f"cannot infer the -1 of reshape {show(new_shape)} from {show(self.shape)}: "
+      raise ShapeError(f"cannot infer the -1 of reshape {show(new_shape)} from {show(self.shape)}: "
                        f"{show([total])[1:-1]} is not a known multiple of {show([known])[1:-1]}")
     return [inferred if isinstance(s, int) and s == -1 else s for s in new_shape]
   def reshape(self, shape: Any, *args: Any) -> Tensor:
@@ -555,15 +593,15 @@ class Tensor:
       return _bind(self if all(_same(a, b) for a, b in zip(new_shape, self.shape)) and len(new_shape) == self.ndim else
                    F.Reshape.apply(self, shape=tuple(new_shape)), _bound_vals(shape, args))
     for s in new_shape:
-      if not isinstance(s, (int, np.integer)) or s < -1: raise ValueError(f"bad reshape target {tuple(new_shape)}")
-    if new_shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {tuple(new_shape)}")
+      if not isinstance(s, (int, np.integer)) or s < -1: raise ShapeError(f"bad reshape target {tuple(new_shape)}")
+    if new_shape.count(-1) > 1: raise ShapeError(f"only one dimension can be -1 in reshape {tuple(new_shape)}")
     if -1 in new_shape:
       known = prod(s for s in new_shape if s != -1)
-      if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape {self.shape} to {tuple(new_shape)}")
+      if known == 0 or self.numel() % known: raise ShapeError(f"cannot reshape {self.shape} to {tuple(new_shape)}")
       new_shape[new_shape.index(-1)] = self.numel() // known
     new_shape = [int(s) for s in new_shape]
     if prod(new_shape) != self.numel():
-      raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) to {tuple(new_shape)}")
+      raise ShapeError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) to {tuple(new_shape)}")
     return self if tuple(new_shape) == self.shape else F.Reshape.apply(self, shape=tuple(new_shape))
   def view(self, *shape: Any) -> Tensor:
     """Same as reshape."""
@@ -571,11 +609,11 @@ class Tensor:
   def expand(self, shape: Any, *args: Any) -> Tensor:
     """Broadcast size-1 dims to a larger size (a view); -1 keeps a dim; new leading dims may be added."""
     new_shape = tuple(_sym(s) for s in argfix(shape, *args))
-    if len(new_shape) < self.ndim: raise ValueError(f"cannot expand {self.shape} to fewer dims {new_shape}")
+    if len(new_shape) < self.ndim: raise ShapeError(f"cannot expand {self.shape} to fewer dims {new_shape}")
     src = self.reshape((1,) * (len(new_shape) - self.ndim) + self.shape) if len(new_shape) > self.ndim else self
     out = tuple(s if _same(n, -1) else n for s, n in zip(src.shape, new_shape))
     for s, n in zip(src.shape, out):
-      if not _same(s, n) and not _same(s, 1): raise ValueError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
+      if not _same(s, n) and not _same(s, 1): raise ShapeError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
     return _bind(src if all(_same(a, b) for a, b in zip(out, src.shape)) else F.Expand.apply(src, shape=out), _bound_vals(shape, args))
   def broadcast_to(self, shape: Any) -> Tensor:
     """Broadcast to `shape` following numpy rules."""
@@ -583,41 +621,47 @@ class Tensor:
   def permute(self, order: Any, *args: Any) -> Tensor:
     """Reorder the dims (a view)."""
     order = tuple(self._resolve_dim(d) for d in argfix(order, *args))
-    if sorted(order) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of {self.ndim} dims")
+    if sorted(order) != list(range(self.ndim)): raise ShapeError(f"permute order {order} is not a permutation of {self.ndim} dims")
     return F.Permute.apply(self, order=order)
   def flip(self, axis: Any, *args: Any) -> Tensor:
     """Reverse the order along the given dims (a view)."""
     axes = tuple(self._resolve_dim(a) for a in argfix(axis, *args))
-    if len(set(axes)) != len(axes): raise ValueError(f"flip axes {axes} repeat a dim")
+    if len(set(axes)) != len(axes): raise ShapeError(f"flip axes {axes} repeat a dim")
     return F.Flip.apply(self, axis=axes)
   def shrink(self, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [begin, end) along each dim (None keeps the dim whole); a view."""
-    if len(arg) != self.ndim: raise ValueError(f"shrink needs one (begin, end) per dim of {self.shape}, got {arg}")
+    if len(arg) != self.ndim: raise ShapeError(f"shrink needs one (begin, end) per dim of {self.shape}, got {arg}")
     a = tuple((_sym(x[0]), _sym(x[1])) if x is not None else (0, s) for x, s in zip(arg, self.shape))
     for (b, e), s in zip(a, self.shape):
       # a symbolic bound is checked through its range
       lo_b, hi_e = (b.vmin if isinstance(b, UOp) else b), (e.vmax if isinstance(e, UOp) else e)
       if isinstance(s, UOp): continue
       if not (0 <= lo_b and hi_e <= s and (isinstance(b, UOp) or isinstance(e, UOp) or b <= e)):
-        raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
+        raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
     return _bind(self if all(_same(x[0], 0) and _same(x[1], s) for x, s in zip(a, self.shape)) else F.Shrink.apply(self, arg=a), _bound_vals(arg))
   def pad(self, padding: Sequence[Any], mode: str = "constant", value: float = 0.0) -> Tensor:
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ValueError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
-    if mode != "constant" and value != 0: raise ValueError(f"pad value only applies to mode 'constant', not {mode!r}")
+      raise ArgumentError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+    if mode != "constant" and value != 0: raise ArgumentError(f"pad value only applies to mode 'constant', not {mode!r}")
     if len(padding) and all(isinstance(p, (int, np.integer)) for p in padding):
       flat = [int(p) for p in padding]
-      if len(flat) % 2: raise ValueError(f"flat padding {tuple(padding)} needs pairs")
-      if len(flat) // 2 > self.ndim: raise ValueError(f"padding {tuple(padding)} has more pairs than the {self.ndim} dims of {self.shape}")
+      if len(flat) % 2: raise ShapeError(f"flat padding {tuple(padding)} needs pairs")
+      if len(flat) // 2 > self.ndim: raise ShapeError(f"padding {tuple(padding)} has more pairs than the {self.ndim} dims of {self.shape}")
       pads = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[2 * i], flat[2 * i + 1]) for i in reversed(range(len(flat) // 2))]
     else: pads = [tuple(p) if p is not None else (0, 0) for p in padding]  # type: ignore[misc]
-    if len(pads) != self.ndim: raise ValueError(f"padding {padding} does not match the {self.ndim} dims of {self.shape}")
-    if any(len(p) != 2 for p in pads): raise ValueError(f"padding {padding} needs (before, after) pairs")
-    if any(b < 0 or a < 0 for b, a in pads):  # negative pads crop
+    if len(pads) != self.ndim: raise ShapeError(f"padding {padding} does not match the {self.ndim} dims of {self.shape}")
+    if any(len(p) != 2 for p in pads): raise ShapeError(f"padding {padding} needs (before, after) pairs")
+    if any(b < 0 or a < 0 for b, a in pads) and mode in ("reflect", "replicate"):
+      # as torch: pad first, then crop the padded tensor (the reflected or replicated part may be what is kept)
+      x = self.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode)
+      for (b, a), s in zip(pads, x.shape):
+        if -min(b, 0) - min(a, 0) > s: raise ShapeError(f"negative padding {padding} crops more than the padded shape {x.shape}")
+      return x.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, x.shape)))
+    if any(b < 0 or a < 0 for b, a in pads):  # negative pads crop (circular, as torch, crops first)
       for (b, a), s in zip(pads, self.shape):
-        if -min(b, 0) - min(a, 0) > s: raise ValueError(f"negative padding {padding} crops more than the shape {self.shape}")
+        if -min(b, 0) - min(a, 0) > s: raise ShapeError(f"negative padding {padding} crops more than the shape {self.shape}")
       x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, self.shape)))
       return x.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode, value)
     if all(p == (0, 0) for p in pads): return self
@@ -632,15 +676,15 @@ class Tensor:
       s = x.shape[d]
       def sl(lo: int, hi: int, x: Tensor = x, d: int = d) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
       if mode == "reflect":
-        if b >= s or a >= s: raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
+        if b >= s or a >= s: raise ShapeError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
         x = Tensor.cat(sl(1, b + 1).flip(d), x, sl(s - 1 - a, s - 1).flip(d), dim=d)
       elif mode == "replicate":
-        if s == 0: raise ValueError(f"cannot replicate-pad an empty dim of {self.shape}")
+        if s == 0: raise ShapeError(f"cannot replicate-pad an empty dim of {self.shape}")
         e = [(-1 if i != d else b) for i in range(x.ndim)]
         e2 = [(-1 if i != d else a) for i in range(x.ndim)]
         x = Tensor.cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
       else:
-        if b > s or a > s: raise ValueError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
+        if b > s or a > s: raise ShapeError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
         x = Tensor.cat(sl(s - b, s), x, sl(0, a), dim=d)
     return x
   def _resolve_dim(self, dim: int, extra: bool = False) -> int:
@@ -651,7 +695,7 @@ class Tensor:
   def _axes(self, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
     axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
-    if len(set(axes)) != len(axes): raise ValueError(f"axis {axis} repeats a dim")
+    if len(set(axes)) != len(axes): raise ShapeError(f"axis {axis} repeats a dim")
     return axes if self.ndim else ()
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     """Swap two dims (a view)."""
@@ -667,7 +711,7 @@ class Tensor:
     """Merge dims start_dim..end_dim into one."""
     if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
-    if s > e: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
+    if s > e: raise ShapeError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
   def unflatten(self, dim: int, sizes: tuple[int, ...]) -> Tensor:
     """Split one dim into `sizes` (one of them may be -1)."""
@@ -675,21 +719,23 @@ class Tensor:
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:]) if -1 in sizes else \
       self._check_unflatten(d, sizes).reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
   def _check_unflatten(self, d: int, sizes: tuple[int, ...]) -> Tensor:
-    if prod(sizes) != self.shape[d]: raise ValueError(f"unflatten sizes {tuple(sizes)} do not multiply to the size {self.shape[d]} of dim {d}")
+    if prod(sizes) != self.shape[d]: raise ShapeError(f"unflatten sizes {tuple(sizes)} do not multiply to the size {self.shape[d]} of dim {d}")
     return self
   def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dims (all of them, or those in dim)."""
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    if self.ndim == 0: return self._resolve_dim(dim) and self if not isinstance(dim, (list, tuple)) else self
+    if self.ndim == 0:
+      for d in (dim if isinstance(dim, (list, tuple)) else [dim]): self._resolve_dim(d)  # a 0-d tensor takes dim 0 or -1
+      return self
     dims = {self._resolve_dim(d) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
     return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
-  def pad_to(self, shape: Any, *args: Any) -> Tensor:
-    """Pad at the end of each dim up to `shape` (None keeps a dim)."""
+  def pad_to(self, shape: Any, *args: Any, value: Any = 0) -> Tensor:
+    """Pad with `value` at the end of each dim up to `shape` (None keeps a dim)."""
     new = argfix(shape, *args)
-    if len(new) != self.ndim: raise ValueError(f"pad_to shape {new} needs {self.ndim} dims like {self.shape}")
+    if len(new) != self.ndim: raise ShapeError(f"pad_to shape {new} needs {self.ndim} dims like {self.shape}")
     for s, n in zip(self.shape, new):
-      if n is not None and n < s: raise ValueError(f"pad_to shape {new} is smaller than {self.shape}")
-    return self.pad(tuple((0, n - s if n is not None else 0) for s, n in zip(self.shape, new)))
+      if n is not None and n < s: raise ShapeError(f"pad_to shape {new} is smaller than {self.shape}")
+    return self.pad(tuple((0, n - s if n is not None else 0) for s, n in zip(self.shape, new)), value=value)
   def shrink_to(self, shape: Any, *args: Any) -> Tensor:
     """Keep the first shape[i] elements of each dim (None keeps a dim)."""
     new = argfix(shape, *args)
@@ -738,7 +784,7 @@ class Tensor:
   def repeat(self, repeats: Any, *args: Any) -> Tensor:
     """Tile the tensor repeats[i] times along each dim (as torch.Tensor.repeat)."""
     reps = argfix(repeats, *args)
-    if len(reps) < self.ndim: raise ValueError(f"repeat needs at least {self.ndim} repeats for shape {self.shape}, got {reps}")
+    if len(reps) < self.ndim: raise ShapeError(f"repeat needs at least {self.ndim} repeats for shape {self.shape}, got {reps}")
     if any(not isinstance(r, int) or r < 0 for r in reps): raise ValueError(f"repeats {reps} must be non-negative ints")
     base = (1,) * (len(reps) - self.ndim) + self.shape
     x = self.reshape(flatten((1, b) for b in base)).expand(flatten(zip(reps, base)))
@@ -753,7 +799,7 @@ class Tensor:
     """Shift elements cyclically along dims (the flattened tensor when dims is None), as torch.roll."""
     if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
     sh, ds = make_tuple(shifts, 1), make_tuple(dims, 1)
-    if len(sh) != len(ds): raise ValueError(f"roll needs as many shifts as dims, got {sh} and {ds}")
+    if len(sh) != len(ds): raise ShapeError(f"roll needs as many shifts as dims, got {sh} and {ds}")
     x = self
     for s, d in zip(sh, ds):
       d = self._resolve_dim(d)
@@ -763,13 +809,14 @@ class Tensor:
       x = x.repeat(*[2 if i == d else 1 for i in range(x.ndim)]).shrink(tuple((n - s, 2 * n - s) if i == d else None for i in range(x.ndim)))
     return x
   def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
-    """Concatenate tensors along dim; they must match elsewhere. Dtypes promote."""
+    """Concatenate tensors along dim; they must match elsewhere. Dtypes promote. `Tensor.cat([a, b])` works too."""
+    if isinstance(self, (list, tuple)): return Tensor._first(self, "cat").cat(*self[1:], *args, dim=dim)
     ts = (self,) + args
     d = self._resolve_dim(dim)
     for t in ts:
       if not isinstance(t, Tensor): raise TypeError(f"cat needs Tensors, got {type(t).__name__}")
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
-        raise ValueError(f"cat shape mismatch along dim {d}: {[x.shape for x in ts]}")
+        raise ShapeError(f"cat shape mismatch along dim {d}: {[x.shape for x in ts]}")
     dt = least_upper_dtype(*[t.dtype for t in ts])
     ts = tuple(t.cast(dt) for t in ts)
     total = sum(t.shape[d] for t in ts)
@@ -786,10 +833,15 @@ class Tensor:
         out = mask.where(p, out)
       off += n
     return out if out is not None else ts[0]
+  @staticmethod
+  def _first(ts: Sequence[Tensor], what: str) -> Tensor:
+    if not ts or not isinstance(ts[0], Tensor): raise TypeError(f"{what} needs Tensors, got {ts!r}")
+    return ts[0]
   def stack(self, *args: Tensor, dim: int = 0) -> Tensor:
-    """Stack tensors of one shape along a new dim."""
+    """Stack tensors of one shape along a new dim. `Tensor.stack([a, b])` works too."""
+    if isinstance(self, (list, tuple)): return Tensor._first(self, "stack").stack(*self[1:], *args, dim=dim)
     for t in args:
-      if t.shape != self.shape: raise ValueError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
+      if t.shape != self.shape: raise ShapeError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
     d = self._resolve_dim(dim, extra=True)
     return Tensor.cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -799,7 +851,7 @@ class Tensor:
     if isinstance(sizes, int):
       if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
       sizes = [min(sizes, n - i) for i in range(0, max(n, 1), sizes)] if n else [0]
-    if sum(sizes) != n: raise ValueError(f"split sizes {tuple(sizes)} do not add up to the size {n} of dim {d}")
+    if sum(sizes) != n: raise ShapeError(f"split sizes {tuple(sizes)} do not add up to the size {n} of dim {d}")
     offs = list(itertools.accumulate(sizes, initial=0))
     return tuple(self.shrink(tuple((offs[i], offs[i + 1]) if j == d else None for j in range(self.ndim))) for i in range(len(sizes)))
   def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
@@ -810,20 +862,23 @@ class Tensor:
     return list(self.split(ceildiv(n, chunks), dim=d)) if n else list(self.split([0] * chunks, dim=d))
   def unfold(self, dim: int, size: int, step: int) -> Tensor:
     """Sliding windows of `size` with `step` along dim: that dim becomes the window count, and a last dim of size
-    `size` is added (as torch.Tensor.unfold)."""
+    `size` is added (as torch.Tensor.unfold); size 0 gives size+1 empty windows."""
     d = self._resolve_dim(dim)
-    if size <= 0 or step <= 0: raise ValueError(f"unfold size and step must be positive, got size={size} step={step}")
-    if size > self.shape[d]: raise ValueError(f"unfold size {size} is larger than the size {self.shape[d]} of dim {d}")
+    if size < 0 or step <= 0: raise ShapeError(f"unfold needs size >= 0 and step > 0, got size={size} step={step}")
+    if size > self.shape[d]: raise ShapeError(f"unfold size {size} is larger than the size {self.shape[d]} of dim {d}")
+    if size == 0:
+      count = (self.shape[d] - size) // step + 1
+      return Tensor.zeros(*self.shape[:d], count, *self.shape[d + 1:], 0, dtype=self.dtype, device=self.device)
     x = self.transpose(d, -1) if d != self.ndim - 1 else self
     w = x._windows((size,), step)  # (..., o, size)
     return w.transpose(d, -2) if d != self.ndim - 1 else w
   def tril(self, diagonal: int = 0) -> Tensor:
     """Keep the lower triangle of the last two dims (j <= i + diagonal), zero elsewhere."""
-    if self.ndim < 2: raise ValueError(f"tril needs at least 2 dims, got shape {self.shape}")
+    if self.ndim < 2: raise ShapeError(f"tril needs at least 2 dims, got shape {self.shape}")
     return self._tri_mask(diagonal, lower=True).where(self, self.zeros_like())
   def triu(self, diagonal: int = 0) -> Tensor:
     """Keep the upper triangle of the last two dims (j >= i + diagonal), zero elsewhere."""
-    if self.ndim < 2: raise ValueError(f"triu needs at least 2 dims, got shape {self.shape}")
+    if self.ndim < 2: raise ShapeError(f"triu needs at least 2 dims, got shape {self.shape}")
     return self._tri_mask(diagonal, lower=False).where(self, self.zeros_like())
   def _tri_mask(self, diagonal: int, lower: bool) -> Tensor:
     r, c = self.shape[-2], self.shape[-1]
@@ -832,7 +887,7 @@ class Tensor:
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of dims dim1, dim2 (moved to the last dim), as torch.diagonal."""
     a, b = self._resolve_dim(dim1), self._resolve_dim(dim2)
-    if a == b: raise ValueError(f"diagonal dims must differ, got {dim1} and {dim2}")
+    if a == b: raise ShapeError(f"diagonal dims must differ, got {dim1} and {dim2}")
     x = self.permute(*[i for i in range(self.ndim) if i not in (a, b)], a, b)
     r, c = x.shape[-2], x.shape[-1]
     x = x.shrink(tuple([None] * (x.ndim - 2)) + ((max(0, -offset), r), (max(0, offset), c))) if (offset < c and -offset < r) else \
@@ -879,12 +934,15 @@ class Tensor:
     """Apply the basic part of an index (ints, slices, None, Ellipsis) as views. Returns the view, the tensor indices
     as (dim in the view, int tensor), and a function that maps a tensor of the view's shape back onto self's
     shape (padding with `fill`), which __setitem__ uses."""
+    # a list that holds sequences, slices, None or Ellipsis is a tuple of indices (numpy's old rule, kept by torch and
+    # tinygrad: x[[[0, 1], [1, 2]]] is x[[0, 1], [1, 2]]); a tuple inside the index is an index list
+    if isinstance(indices, list) and any(isinstance(i, (list, tuple, slice)) or i is None or i is Ellipsis for i in indices): indices = tuple(indices)
     idx = list(indices) if isinstance(indices, tuple) else [indices]
     # bool masks become one int index tensor per dim they cover (a data-dependent shape: the mask is realized)
     norm: list[Any] = []
     for i in idx:
       if isinstance(i, bool): raise IndexError("indexing with a python bool is not supported")
-      if isinstance(i, (Tensor, list, np.ndarray)):
+      if isinstance(i, (Tensor, list, tuple, np.ndarray)):
         t = self._index_tensor(i)
         if t.dtype == dtypes.bool:
           nz = np.nonzero(t.numpy())
@@ -1053,12 +1111,12 @@ class Tensor:
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
     d = self._resolve_dim(dim)
-    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
-    if index.ndim != self.ndim: raise ValueError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise ShapeError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
     for i, (a, b) in enumerate(zip(index.shape, self.shape)):
-      if i != d and a > b: raise ValueError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
+      if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
     Tensor._check_index_range(index, self.shape[d], "gather")
     x = self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape))).transpose(d, -1)  # (..., S)
     idx = index.transpose(d, -1)  # (..., K)
@@ -1068,15 +1126,15 @@ class Tensor:
     return Tensor._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
   def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
     d = self._resolve_dim(dim)
-    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise TypeError(f"{name} index must be an integer tensor, got {index.dtype}")
+    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"{name} index must be an integer tensor, got {index.dtype}")
-    if index.ndim != self.ndim: raise ValueError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise ShapeError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
-    if src.ndim != self.ndim: raise ValueError(f"{name} src needs {self.ndim} dims, got {src.shape}")
+    if src.ndim != self.ndim: raise ShapeError(f"{name} src needs {self.ndim} dims, got {src.shape}")
     for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
       if (i != d and a > b) or a > c:
-        raise ValueError(f"{name} index shape {index.shape} is larger than self {self.shape} or src {src.shape} at dim {i}")
+        raise ShapeError(f"{name} index shape {index.shape} is larger than self {self.shape} or src {src.shape} at dim {i}")
     Tensor._check_index_range(index, self.shape[d], name)
     s = self.shape[d]
     src = src.shrink(tuple((0, a) for a in index.shape)).cast(self.dtype).transpose(d, -1).unsqueeze(-1)  # (..., K, 1)
@@ -1093,7 +1151,7 @@ class Tensor:
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
     to a position wins), 'add' or 'multiply'."""
-    if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce not in (None, "add", "multiply"): raise ArgumentError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
     d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter")
     hit = onehot.any(-2)
     if reduce == "add": return self._scatter_finish(d, onehot.where(src, 0).sum(-2, dtype=self.dtype) + self._dim_last(d, pad), hit, pad)
@@ -1110,7 +1168,7 @@ class Tensor:
     """Reduce src into self at index along dim (as torch.scatter_reduce): reduce 'sum', 'prod', 'mean', 'amax' or 'amin';
     include_self=False leaves self's value out of positions that receive something."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
-      raise ValueError(f"scatter_reduce reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
+      raise ArgumentError(f"scatter_reduce reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
     d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter_reduce")
     base = self._dim_last(d, pad)
     hit = onehot.any(-2)
@@ -1139,14 +1197,36 @@ class Tensor:
     m = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
     if m.dtype != dtypes.bool: raise TypeError(f"a mask must be a bool tensor, got {m.dtype}")
     return m
-  def masked_select(self, mask: Tensor) -> Tensor:
-    """The elements where mask (broadcast with self) is True, as a 1-D tensor. The mask is realized to count them."""
+  def masked_select(self, mask: Tensor, size: int | None = None, fill_value: Any = 0) -> Tensor:
+    """The elements where mask (broadcast with self) is True, as a 1-D tensor. With size=None the mask is realized to
+    count them; with size=N the result has N elements, the selected ones first, cut or padded with fill_value, and
+    nothing is realized (so it can run inside a TinyJit)."""
     m = Tensor._as_bool(mask, self.device)
     x, m = self._broadcast_pair(m)
-    return x[m]
+    if size is None: return x[m]
+    return x.flatten()._first_selected(m.flatten(), size, fill_value)
+  def _first_selected(self, m: Tensor, size: int, fill_value: Any) -> Tensor:
+    """(size, ...): the rows of self (M, ...) where the bool m (M,) is True, in order, then fill_value rows."""
+    if not isinstance(size, int) or size < 0: raise ArgumentError(f"size must be a non-negative int, got {size!r}")
+    n = self.shape[0]
+    if n == 0 or size == 0: return Tensor.full((size, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
+    # slot k takes the element whose running count of selected ones is k+1
+    rank = m.cast(dtypes.int32).cumsum() - 1
+    pick = m & (rank.reshape(1, n) == Tensor._iota(size, self.device).reshape(size, 1))  # (size, M)
+    rows = Tensor._select_sum(pick.reshape(size, n, *[1] * (self.ndim - 1)), self.unsqueeze(0), axis=1)
+    hit = pick.any(1).reshape(size, *[1] * (self.ndim - 1))
+    return hit.where(rows, Tensor(fill_value, device=self.device).cast(self.dtype))
+  def nonzero(self, size: int | None = None, fill_value: Any = 0) -> Tensor:
+    """(n, ndim) int32 indices of the nonzero elements, in row-major order (as torch.nonzero). size=None realizes self
+    to count them; size=N gives N rows, cut or padded with fill_value, without realizing."""
+    if size is None:
+      return Tensor(np.argwhere(self.detach().numpy() != 0).astype(np.int32), device=self.device)  # (n, ndim), also for 0-d
+    coords = [Tensor._iota(self.numel(), self.device).reshape(self.shape) // prod(self.shape[d + 1:]) % s for d, s in enumerate(self.shape)]
+    flat = Tensor.stack(*[c.flatten() for c in coords], dim=-1) if coords else Tensor.zeros(1, 0, dtype=dtypes.int32, device=self.device)
+    return flat._first_selected((self != 0).flatten(), size, fill_value)
   def _broadcast_pair(self, m: Tensor) -> tuple[Tensor, Tensor]:
     try: shape = _broadcast_shape(self.shape, m.shape)
-    except ValueError: raise ValueError(f"mask of shape {m.shape} cannot be broadcast with {self.shape}") from None
+    except ValueError: raise ShapeError(f"mask of shape {m.shape} cannot be broadcast with {self.shape}") from None
     return self.expand(shape), m.expand(shape)
 
   # *** broadcasting and elementwise ***
@@ -1172,7 +1252,7 @@ class Tensor:
     sx, sy = (1,) * (max(x.ndim, y.ndim) - x.ndim) + x.shape, (1,) * (max(x.ndim, y.ndim) - y.ndim) + y.shape
     out = []
     for a, b in zip(sx, sy):
-      if a != b and a != 1 and b != 1: raise ValueError(f"shapes {x.shape} and {y.shape} cannot be broadcast together")
+      if a != b and a != 1 and b != 1: raise ShapeError(f"shapes {x.shape} and {y.shape} cannot be broadcast together")
       out.append(b if a == 1 else a)
     return x.reshape(sx).expand(tuple(out)), y.reshape(sy).expand(tuple(out))
 
@@ -1247,7 +1327,7 @@ class Tensor:
     """True division (integers promote to the default float); rounding_mode "trunc" or "floor" rounds the quotient."""
     a, b = self._broadcasted(x, reverse)
     if rounding_mode is not None:
-      if rounding_mode not in ("trunc", "floor"): raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+      if rounding_mode not in ("trunc", "floor"): raise ArgumentError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
       if dtypes.is_int(a.dtype): return a.idiv(b) if rounding_mode == "trunc" else a._floordiv(b)
       q = a.div(b)
       return q.trunc() if rounding_mode == "trunc" else q.floor()
@@ -1330,7 +1410,7 @@ class Tensor:
     else: y, x = y._broadcasted(x)
     cond = self.cast(dtypes.bool)
     try: shape = _broadcast_shape(cond.shape, x.shape)
-    except ValueError: raise ValueError(f"where condition of shape {cond.shape} cannot be broadcast with values of shape {x.shape}") from None
+    except ValueError: raise ShapeError(f"where condition of shape {cond.shape} cannot be broadcast with values of shape {x.shape}") from None
     return F.Where.apply(cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape))
   def _expand_to(self, shape: tuple[int, ...]) -> Tensor:
     return self if self.shape == shape else self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
@@ -1382,8 +1462,8 @@ class Tensor:
     return self.bool() ^ (x.bool() if isinstance(x, Tensor) else bool(x))
   def _bitwise(self, x: Any, op: Ops, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise TypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
-    if op in (Ops.SHL, Ops.SHR) and a.dtype == dtypes.bool: raise TypeError(f"{op.name} needs integer tensors, got bool")
+    if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise DTypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
+    if op in (Ops.SHL, Ops.SHR) and a.dtype == dtypes.bool: raise DTypeError(f"{op.name} needs integer tensors, got bool")
     return F.BitwiseOp.apply(a, b, op=op)
   def bitwise_and(self, x: Any) -> Tensor:
     """self & x for int or bool tensors."""
@@ -1396,7 +1476,7 @@ class Tensor:
     return self._bitwise(x, Ops.XOR)
   def bitwise_not(self) -> Tensor:
     """~self for int or bool tensors."""
-    if not (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool): raise TypeError(f"bitwise_not needs integer or bool tensors, got {self.dtype}")
+    if not (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool): raise DTypeError(f"bitwise_not needs integer or bool tensors, got {self.dtype}")
     return self.logical_not() if self.dtype == dtypes.bool else self ^ (-1 if not dtypes.is_unsigned(self.dtype) else dtypes.max(self.dtype))
   def lshift(self, x: Any) -> Tensor:
     """self << x for integer tensors."""
@@ -1406,7 +1486,11 @@ class Tensor:
     return self._bitwise(x, Ops.SHR)
   def pow(self, x: Any, reverse: bool = False) -> Tensor:
     """self ** x. Integer tensors to non-negative integer powers stay integers; negative bases with integer exponents
-    keep their sign; 0 ** negative is inf; NaN where the real result is undefined (as torch)."""
+    keep their sign; 0 ** negative is inf; NaN where the real result is undefined (as torch). An integer tensor to a
+    python float power is a float; to a negative python int power it is an error (as torch and tinygrad)."""
+    if not reverse and dtypes.is_int(self.dtype) and isinstance(x, (int, float)) and not isinstance(x, bool):
+      if isinstance(x, float): return self._float().pow(x)
+      if x < 0: raise ArgumentError(f"an integer tensor ({self.dtype}) to the negative integer power {x}: cast it to a float first")
     if not reverse and not isinstance(x, Tensor) and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
       # constant exponents: multiplications (exact, and the gradient is right at 0)
       if x == int(x) and abs(x) <= 64 and (x >= 0 or dtypes.is_float(self.dtype)):
@@ -1671,8 +1755,11 @@ class Tensor:
   def selu(self, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor:
     """gamma * elu(self, alpha) with the self-normalizing constants."""
     return gamma * self.elu(alpha)
-  def gelu(self) -> Tensor:
-    """GELU, tanh approximation (as tinygrad; torch's approximate='tanh')."""
+  def gelu(self, approximate: str = "tanh") -> Tensor:
+    """GELU: approximate="tanh" (the default, as tinygrad) or "none", the exact self * Phi(self) through erf (torch's
+    default)."""
+    if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
+    if approximate != "tanh": raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
     return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
   def quick_gelu(self) -> Tensor:
     """self * sigmoid(1.702 * self)."""
@@ -1723,14 +1810,13 @@ class Tensor:
     return out.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else out
   def _check_nonempty(self, axis: Any, what: str) -> None:
     for a in self._axes(axis):
-      if self.shape[a] == 0: raise ValueError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
+      if self.shape[a] == 0: raise ShapeError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
   def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Max over axis (all when None); NaN propagates; the gradient is shared between ties."""
-    self._check_nonempty(axis, "max")
+    """Max over axis (all when None); NaN propagates; the gradient is shared between ties. An empty reduction gives the
+    dtype's smallest value (-inf for floats), as tinygrad."""
     return self._reduce(F.Max, axis, keepdim)
   def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Min over axis (all when None); NaN propagates."""
-    self._check_nonempty(axis, "min")
+    """Min over axis (all when None); NaN propagates; an empty reduction gives the dtype's largest value (inf)."""
     if self.dtype == dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
     if dtypes.is_int(self.dtype): return ~((~self).max(axis, keepdim))
     return -((-self).max(axis, keepdim))
@@ -1814,6 +1900,16 @@ class Tensor:
     x = self.cast(to_dtype(dtype)) if dtype is not None else self._float()
     e = (x - x.detach().max(axis, keepdim=True)).exp()
     return e / e.sum(axis, keepdim=True)
+  def softmin(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """softmax(-self): weights that favour the smallest elements."""
+    return (-self).softmax(axis, dtype)
+  def logaddexp(self, other: Any) -> Tensor:
+    """log(exp(self) + exp(other)) elementwise, computed stably (-inf with -inf gives -inf, inf gives inf)."""
+    a, b = self._broadcasted(other)
+    a, b = a._float(), b._float()
+    m = a.detach().maximum(b.detach())
+    m = m.isinf().where(0, m)  # both infinite: shifting by them would give inf - inf
+    return ((a - m).exp() + (b - m).exp()).log() + m
   def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """self - logsumexp(self) along axis."""
     x = self.cast(to_dtype(dtype)) if dtype is not None else self._float()
@@ -1872,23 +1968,35 @@ class Tensor:
     x, back = self._to_last(axis)
     if x.shape[-1] <= 512: return back(Tensor._tri_last(x, 1).prod(-1))
     return back(Tensor._scan_last(x, lambda a, b: a * b, 1))
-  def cummax(self, axis: int = 0) -> Tensor:
-    """Running max along axis (values only, as tinygrad)."""
+  @staticmethod
+  def _cummax_last(x: Tensor) -> Tensor:
+    if 0 < x.shape[-1] <= 512: return Tensor._tri_last(x, dtypes.min(x.dtype)).max(-1)
+    return Tensor._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype))
+  def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the running max along axis, as tinygrad 0.14: the index (int32) is where the running max
+    took its value first (torch names the last of equal values); a NaN is the max from where it appears."""
     x, back = self._to_last(axis)
-    if 0 < x.shape[-1] <= 512: return back(Tensor._tri_last(x, dtypes.min(x.dtype)).max(-1))
-    return back(Tensor._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype)))
-  def cummin(self, axis: int = 0) -> Tensor:
-    """Running min along axis (values only)."""
-    x, back = self._to_last(axis)
-    if 0 < x.shape[-1] <= 512: return back(Tensor._tri_last(x, dtypes.max(x.dtype)).min(-1))
-    return back(Tensor._scan_last(x, lambda a, b: a.minimum(b), dtypes.max(x.dtype)))
+    v = Tensor._cummax_last(x)
+    n = x.shape[-1]
+    if n == 0: return back(v), back(v.cast(dtypes.int32))
+    vd, io = v.detach(), Tensor._iota(n, x.device)
+    prev = vd.shrink(tuple([None] * (x.ndim - 1)) + ((0, n - 1),)).pad(((0, 0),) * (x.ndim - 1) + ((1, 0),))
+    new = (vd != prev) & ~(vd.isnan() & prev.isnan()) if dtypes.is_float(x.dtype) else vd != prev
+    if dtypes.is_float(x.dtype): new = new | x.detach().isnan()
+    new = new | (io == 0)  # the first element always starts a run
+    return back(v), back(Tensor._cummax_last(new.where(io, 0)))
+  def cummin(self, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the running min along axis (see cummax)."""
+    neg = self.logical_not() if self.dtype == dtypes.bool else ~self if dtypes.is_int(self.dtype) else -self
+    v, i = neg.cummax(axis)
+    return (v.logical_not() if self.dtype == dtypes.bool else ~v if dtypes.is_int(self.dtype) else -v), i
   def logcumsumexp(self, axis: int = 0) -> Tensor:
     """log(cumsum(exp(self))) along axis, computed stably (O(n^2) work along the axis)."""
     x, back = self._to_last(axis)
     x = x._float()
     n = x.shape[-1]
     if n == 0: return back(x)
-    c = x.detach().cummax(-1)
+    c = Tensor._cummax_last(x.detach())
     c = c.isinf().where(0, c)
     tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
     z = tri.where(x.unsqueeze(-2) - c.unsqueeze(-1), -math.inf)
@@ -1929,11 +2037,11 @@ class Tensor:
   def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims."""
     if not isinstance(w, Tensor): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
-    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
+    if self.ndim == 0 or w.ndim == 0: raise ShapeError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
-    if k_self != k_w: raise ValueError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
+    if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
     try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
-    except ValueError: raise ValueError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
+    except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
@@ -1943,6 +2051,20 @@ class Tensor:
     """self @ x (x @ self with reverse)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device)
     return x.dot(self, dtype=dtype) if reverse else self.dot(x, dtype=dtype)
+  def newton_schulz(self, steps: int, params: tuple[float, ...], eps: float = 1.0e-7) -> Tensor:
+    """Orthogonalize the last two dims: scale to a Frobenius norm below one, then `steps` times X <- sum_i params[i] *
+    (X X^T)^i X (the odd polynomial iteration Muon uses); a tall matrix is worked on transposed."""
+    if self.ndim < 2: raise ShapeError(f"newton_schulz needs at least 2 dims, got shape {self.shape}")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    x = self / ((self * self).sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      gram, term = x @ x.transpose(-2, -1), x
+      out = params[0] * x
+      for c in params[1:]:
+        term = gram @ term
+        out = out + c * term
+      x = out
+    return x
   def linear(self, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
     """self @ weight + bias, weight shaped (in, out) (a 1-D weight multiplies elementwise)."""
     x = self.mul(weight) if weight.ndim == 1 else self.dot(weight, dtype=dtype)
@@ -1954,7 +2076,7 @@ class Tensor:
     f = formula.replace(" ", "")
     lhs, rhs = (f.split("->") + [None])[:2] if "->" in f else (f, None)
     ins = lhs.split(",")
-    if len(ins) != len(ops): raise ValueError(f"einsum {formula!r} names {len(ins)} operands, got {len(ops)}")
+    if len(ins) != len(ops): raise ShapeError(f"einsum {formula!r} names {len(ins)} operands, got {len(ops)}")
     # expand "..." into fresh letters
     ell_n = max([t.ndim - len(s.replace("...", "")) for s, t in zip(ins, ops) if "..." in s] + [0])
     free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in f][:ell_n]
@@ -1964,12 +2086,12 @@ class Tensor:
       return s.replace("...", "".join(free[ell_n - k:]))
     ins = [expand(s, t.ndim) for s, t in zip(ins, ops)]
     for s, t in zip(ins, ops):
-      if not all(c.isalpha() for c in s): raise ValueError(f"einsum {formula!r}: bad subscript {s!r}")
-      if len(s) != t.ndim: raise ValueError(f"einsum {formula!r}: subscript {s!r} does not match an operand of shape {t.shape}")
+      if not all(c.isalpha() for c in s): raise ShapeError(f"einsum {formula!r}: bad subscript {s!r}")
+      if len(s) != t.ndim: raise ShapeError(f"einsum {formula!r}: subscript {s!r} does not match an operand of shape {t.shape}")
     if rhs is None:
       counts = {c: sum(s.count(c) for s in ins) for c in set("".join(ins))}
       rhs = "".join(free[:ell_n]) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in free))
-    else: rhs = rhs.replace("...", "".join(free[:ell_n])) if "..." in rhs else (("".join(free[:ell_n]) if ell_n and "..." in lhs else "") + rhs)
+    else: rhs = rhs.replace("...", "".join(free[:ell_n]))  # an explicit output without "..." sums the ellipsis dims away
     # operands with a repeated letter: take the diagonal
     tensors: list[Tensor] = []
     subs: list[str] = []
@@ -1977,7 +2099,7 @@ class Tensor:
       while len(set(s)) != len(s):
         c = next(ch for ch in s if s.count(ch) > 1)
         i, j = s.index(c), s.index(c, s.index(c) + 1)
-        if t.shape[i] != t.shape[j]: raise ValueError(f"einsum {formula!r}: repeated index {c!r} has sizes {t.shape[i]} and {t.shape[j]}")
+        if t.shape[i] != t.shape[j]: raise ShapeError(f"einsum {formula!r}: repeated index {c!r} has sizes {t.shape[i]} and {t.shape[j]}")
         t = t.diagonal(0, i, j)
         s = "".join(ch for k, ch in enumerate(s) if k not in (i, j)) + c
       tensors.append(t)
@@ -1986,10 +2108,10 @@ class Tensor:
     sizes: dict[str, int] = {}
     for s, t in zip(subs, tensors):
       for c, n in zip(s, t.shape):
-        if sizes.get(c, n) != n and n != 1 and sizes[c] != 1: raise ValueError(f"einsum {formula!r}: index {c!r} has sizes {sizes[c]} and {n}")
+        if sizes.get(c, n) != n and n != 1 and sizes[c] != 1: raise ShapeError(f"einsum {formula!r}: index {c!r} has sizes {sizes[c]} and {n}")
         sizes[c] = max(sizes.get(c, n), n)
     for c in rhs:
-      if c not in sizes: raise ValueError(f"einsum {formula!r}: output index {c!r} is not in the inputs")
+      if c not in sizes: raise ShapeError(f"einsum {formula!r}: output index {c!r} is not in the inputs")
     aligned = []
     for s, t in zip(subs, tensors):
       order = sorted(range(len(s)), key=lambda k: letters.index(s[k]))
@@ -2021,7 +2143,7 @@ class Tensor:
       x = x.permute(*[a for a in range(x.ndim) if a != ax], ax)
       i = x.shape[-1]
       o = (i - d * (k - 1) - 1) // s + 1
-      if o <= 0: raise ValueError(f"kernel {k} with dilation {d} does not fit in an input of {i}")
+      if o <= 0: raise ShapeError(f"kernel {k} with dilation {d} does not fit in an input of {i}")
       lead = x.shape[:-1]
       if d == 1 and s >= k:
         # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
@@ -2045,13 +2167,13 @@ class Tensor:
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, dtype: DType | str | None = None) -> Tensor:
     """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel).
     padding: an int, one per spatial dim, or (left, right, top, bottom, ...) for asymmetric padding."""
-    if self.ndim < 3: raise ValueError(f"conv input needs (batch, channels, *spatial) dims, got {self.shape}")
-    if self.ndim != weight.ndim: raise ValueError(f"conv input {self.shape} and weight {weight.shape} need the same number of dims")
+    if self.ndim < 3: raise ShapeError(f"conv input needs (batch, channels, *spatial) dims, got {self.shape}")
+    if self.ndim != weight.ndim: raise ShapeError(f"conv input {self.shape} and weight {weight.shape} need the same number of dims")
     (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
-    if not isinstance(groups, int) or groups < 1: raise ValueError(f"conv groups must be a positive int, got {groups!r}")
-    if groups * cin != cin_: raise ValueError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
-    if cout % groups: raise ValueError(f"conv output channels {cout} are not divisible by groups={groups}")
-    if bias is not None and bias.shape != (cout,): raise ValueError(f"conv bias must have shape ({cout},), got {bias.shape}")
+    if not isinstance(groups, int) or groups < 1: raise ArgumentError(f"conv groups must be a positive int, got {groups!r}")
+    if groups * cin != cin_: raise ShapeError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
+    if cout % groups: raise ShapeError(f"conv output channels {cout} are not divisible by groups={groups}")
+    if bias is not None and bias.shape != (cout,): raise ShapeError(f"conv bias must have shape ({cout},), got {bias.shape}")
     x = self.pad(((0, 0), (0, 0)) + _pad_arg(padding, len(hw)))
     x = x._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)
     oyx = x.shape[2:2 + len(hw)]
@@ -2065,16 +2187,16 @@ class Tensor:
                        dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0) -> Tensor:
     """Transposed convolution (as torch.conv_transpose2d): weight (cin, cout/groups, *kernel)."""
     if self.ndim < 3 or self.ndim != weight.ndim:
-      raise ValueError(f"conv_transpose input {self.shape} and weight {weight.shape} need matching (batch, channels, *spatial) dims")
+      raise ShapeError(f"conv_transpose input {self.shape} and weight {weight.shape} need matching (batch, channels, *spatial) dims")
     hw = weight.shape[2:]
     cin, rcout = weight.shape[:2]
-    if self.shape[1] != cin: raise ValueError(f"conv_transpose input has {self.shape[1]} channels, weight {weight.shape} expects {cin}")
-    if cin % groups: raise ValueError(f"conv_transpose input channels {cin} are not divisible by groups={groups}")
+    if self.shape[1] != cin: raise ShapeError(f"conv_transpose input has {self.shape[1]} channels, weight {weight.shape} expects {cin}")
+    if cin % groups: raise ShapeError(f"conv_transpose input channels {cin} are not divisible by groups={groups}")
     nd = len(hw)
     s_, d_, op_ = make_tuple(stride, nd), make_tuple(dilation, nd), make_tuple(output_padding, nd)
     pads = _pad_arg(padding, nd)
     for o, s, d in zip(op_, s_, d_):
-      if o >= max(s, d): raise ValueError(f"output_padding {output_padding} must be smaller than stride {stride} or dilation {dilation}")
+      if o >= max(s, d): raise ArgumentError(f"output_padding {output_padding} must be smaller than stride {stride} or dilation {dilation}")
     # weight (groups, cin/g, cout/g, *k) -> (groups * cout/g, cin/g, *k), flipped spatially
     w = weight.reshape(groups, cin // groups, rcout, *hw).permute(0, 2, 1, *range(3, 3 + nd)).flip(*range(3, 3 + nd))
     w = w.reshape(groups * rcout, cin // groups, *hw)
@@ -2094,7 +2216,7 @@ class Tensor:
     return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=flat)
   def _pool_setup(self, kernel_size: Any, stride: Any, dilation: Any, padding: Any, ceil_mode: bool) -> tuple:
     k = make_tuple(kernel_size, 2)
-    if self.ndim < len(k): raise ValueError(f"pool kernel {k} needs at least {len(k)} dims, got shape {self.shape}")
+    if self.ndim < len(k): raise ShapeError(f"pool kernel {k} needs at least {len(k)} dims, got shape {self.shape}")
     s = make_tuple(stride if stride is not None else k, len(k))
     d = make_tuple(dilation, len(k))
     pads = _pad_arg(padding, len(k))
@@ -2102,7 +2224,7 @@ class Tensor:
     for i, (kk, ss, dd, (pb, pa)) in enumerate(zip(k, s, d, pads)):
       n = self.shape[self.ndim - len(k) + i] + pb + pa
       eff = dd * (kk - 1) + 1
-      if eff > n: raise ValueError(f"pool kernel {kk} with dilation {dd} does not fit in a padded input of {n}")
+      if eff > n: raise ShapeError(f"pool kernel {kk} with dilation {dd} does not fit in a padded input of {n}")
       if ceil_mode:
         o = ceildiv(n - eff, ss) + 1
         # the last window must start inside the input or the left padding (as torch)
@@ -2113,7 +2235,7 @@ class Tensor:
   def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | Sequence[int] = 0, ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling over the last len(kernel_size) dims (padding counts as -inf). With return_indices, also the flat
-    spatial index of each max (as torch, for max_unpool2d)."""
+    spatial index of each max (int32, as tinygrad; torch gives int64), for max_unpool2d."""
     k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
     lead = self.ndim - len(k)
     full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
@@ -2134,7 +2256,7 @@ class Tensor:
     hitf = hit.reshape(*hit.shape[:-len(k)], nw)
     first = Tensor._argfirst_static(hitf)
     onehot = first.unsqueeze(-1) == Tensor._iota(nw, self.device)
-    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int64)
+    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int32)
     return out, ind
   @staticmethod
   def _argfirst_static(mask: Tensor) -> Tensor:
@@ -2148,7 +2270,7 @@ class Tensor:
     s = make_tuple(stride if stride is not None else k, len(k))
     d = make_tuple(dilation, len(k))
     pads = _pad_arg(padding, len(k))
-    if indices.shape != self.shape: raise ValueError(f"max_unpool2d indices shape {indices.shape} must match the input {self.shape}")
+    if indices.shape != self.shape: raise ShapeError(f"max_unpool2d indices shape {indices.shape} must match the input {self.shape}")
     lead = self.ndim - len(k)
     insp = self.shape[lead:]
     if output_size is None: osp = tuple((i - 1) * ss - pb - pa + dd * (kk - 1) + 1 for i, ss, (pb, pa), dd, kk in zip(insp, s, pads, d, k))
@@ -2185,15 +2307,16 @@ class Tensor:
       cnt[pos] = inside[tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd) for p, ss, dd, kk in zip(pos, s, d, k))].sum()
     return xs / Tensor(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
   def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
-    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact"."""
+    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact".
+    The dtype is kept: integer inputs (uint8 images) are rounded half up after each dim, last dim first, as torch."""
     if mode not in ("linear", "nearest", "nearest-exact"):
-      raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
-    if align_corners and mode != "linear": raise ValueError("align_corners only applies to mode 'linear'")
+      raise ArgumentError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+    if align_corners and mode != "linear": raise ArgumentError("align_corners only applies to mode 'linear'")
     size = tuple(size)
-    if len(size) > self.ndim: raise ValueError(f"interpolate size {size} has more dims than the input {self.shape}")
+    if len(size) > self.ndim: raise ShapeError(f"interpolate size {size} has more dims than the input {self.shape}")
     x = self._float()
-    for j, out_n in enumerate(size):
-      ax = self.ndim - len(size) + j
+    for j in reversed(range(len(size))):
+      out_n, ax = size[j], self.ndim - len(size) + j
       in_n = x.shape[ax]
       w = np.zeros((in_n, out_n), np.float64)
       dst = np.arange(out_n, dtype=np.float64)
@@ -2211,9 +2334,20 @@ class Tensor:
         w[src, np.arange(out_n)] = 1
       wt = Tensor(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
       x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
-    return x
+      if not dtypes.is_float(self.dtype) and mode == "linear": x = (x + 0.5).floor()
+    return x.cast(self.dtype)
 
   # *** normalization, losses, attention ***
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """self divided by its p-norm along dim, the norm clamped below at eps (as torch.nn.functional.normalize); p may
+    be inf."""
+    x = self._float()
+    a = x.abs()
+    if p == math.inf: norm = a.max(dim, keepdim=True)
+    elif p == 1: norm = a.sum(dim, keepdim=True)
+    elif p == 2: norm = (x * x).sum(dim, keepdim=True).sqrt()
+    else: norm = a.pow(p).sum(dim, keepdim=True).pow(1 / p)
+    return x / norm.maximum(eps)
   def layernorm(self, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     """(self - mean) / sqrt(var + eps) over axis (biased variance), without affine parameters."""
     y = self - self.mean(axis, keepdim=True)
@@ -2233,17 +2367,16 @@ class Tensor:
   def _do_reduction(self, reduction: str = "mean") -> Tensor:
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     return self.mean() if reduction == "mean" else self.sum() if reduction == "sum" else self
-  def one_hot(self, num_classes: int = -1) -> Tensor:
-    """(..., num_classes) int32 with a 1 at each index (num_classes=-1 uses max + 1, which realizes self)."""
-    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an integer tensor, got {self.dtype}")
-    if num_classes == -1:
-      if self.numel() == 0: raise ValueError("one_hot of an empty tensor needs num_classes")
-      num_classes = int(self.max().item()) + 1
-    if num_classes <= 0: raise ValueError(f"one_hot needs num_classes > 0, got {num_classes}")
+  def one_hot(self, num_classes: int) -> Tensor:
+    """(..., num_classes) int32 with a 1 at each index (the values are realized to check they are in range). num_classes
+    is required, as in tinygrad 0.14 (torch's -1, "infer it", is an error)."""
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"one_hot needs an integer tensor, got {self.dtype}")
+    if not isinstance(num_classes, int) or num_classes < 0:
+      raise ArgumentError(f"one_hot needs num_classes >= 0, got {num_classes!r} (tinygrad does not infer it from the data)")
     if self.numel():
       vals = self.detach().numpy()
       if vals.min() < 0 or vals.max() >= num_classes:
-        raise ValueError(f"one_hot: class values must be in [0, {num_classes}), got {int(vals.min())}..{int(vals.max())}")
+        raise ArgumentError(f"one_hot: class values must be in [0, {num_classes}), got {int(vals.min())}..{int(vals.max())}")
     return (self.unsqueeze(-1) == Tensor._iota(num_classes, self.device, self.dtype)).where(1, 0)
   def _one_hot_unchecked(self, n: int) -> Tensor:
     return self.unsqueeze(-1) == Tensor._iota(n, self.device, self.dtype)
@@ -2254,7 +2387,7 @@ class Tensor:
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
     if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
-    if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
+    if Y.shape != self.shape[:-1]: raise ShapeError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
     nc = self.shape[-1]
     if not isinstance(Y.numel(), int) or Y.numel():
       vals = Y.detach().numpy()
@@ -2269,7 +2402,7 @@ class Tensor:
   def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits self (N, C, ...) against class indices Y (N, ...) or probabilities Y (N, C, ...), as torch."""
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    if self.ndim < 1: raise ValueError("cross_entropy needs logits with a class dim")
+    if self.ndim < 1: raise ShapeError("cross_entropy needs logits with a class dim")
     if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
@@ -2278,7 +2411,7 @@ class Tensor:
       if not dtypes.is_int(Y.dtype): raise TypeError(f"class index targets must be integers, got {Y.dtype}")
       probs = Y.one_hot(nc).float()
       probs = probs.permute(0, -1, *range(1, probs.ndim - 1)) if cdim == 1 else probs
-    else: raise ValueError(f"cross_entropy target of shape {Y.shape} matches neither indices nor probabilities for logits {self.shape}")
+    else: raise ShapeError(f"cross_entropy target of shape {Y.shape} matches neither indices nor probabilities for logits {self.shape}")
     probs = (1 - label_smoothing) * probs + label_smoothing / nc
     return (-(self.log_softmax(axis=cdim) * probs).sum(axis=cdim))._do_reduction(reduction)
   def nll_loss(self, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
@@ -2289,7 +2422,7 @@ class Tensor:
     if not dtypes.is_int(Y.dtype): raise TypeError(f"nll_loss targets must be integers, got {Y.dtype}")
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
-    if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ValueError(f"nll_loss target of shape {Y.shape} does not fit input {self.shape}")
+    if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ShapeError(f"nll_loss target of shape {Y.shape} does not fit input {self.shape}")
     if not isinstance(Y.numel(), int) or Y.numel():
       vals = Y.detach().numpy()
       bad = vals[((vals != ignore_index) if ignore_index is not None else np.ones_like(vals, bool)) & ((vals < 0) | (vals >= nc))]
@@ -2298,7 +2431,7 @@ class Tensor:
     if cdim == 1: oh = oh.permute(0, -1, *range(1, oh.ndim - 1))
     picked = oh.where(self, 0).sum(cdim)
     if weight is not None:
-      if weight.shape != (nc,): raise ValueError(f"nll_loss weight must have shape ({nc},), got {weight.shape}")
+      if weight.shape != (nc,): raise ShapeError(f"nll_loss weight must have shape ({nc},), got {weight.shape}")
       w = oh.where(weight.reshape(nc, *[1] * (self.ndim - cdim - 1)), 0).sum(cdim)
     else: w = Y.ones_like(dtype=self.dtype)
     if ignore_index is not None: w = w * (Y != ignore_index)
@@ -2308,24 +2441,24 @@ class Tensor:
   def binary_crossentropy(self, Y: Tensor, reduction: str = "mean") -> Tensor:
     """Binary cross entropy of probabilities self against targets Y (the logs are clamped at -100, as torch)."""
     if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
-    if Y.shape != self.shape: raise ValueError(f"binary_crossentropy target shape {Y.shape} does not match input {self.shape}")
+    if Y.shape != self.shape: raise ShapeError(f"binary_crossentropy target shape {Y.shape} does not match input {self.shape}")
     return (-Y * self.log().maximum(-100) - (1 - Y) * (1 - self).log().maximum(-100))._do_reduction(reduction)
   def binary_crossentropy_logits(self, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy of logits self against targets Y, computed stably, with an optional weight of positives."""
     if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
-    if Y.shape != self.shape: raise ValueError(f"binary_crossentropy_logits target shape {Y.shape} does not match input {self.shape}")
+    if Y.shape != self.shape: raise ShapeError(f"binary_crossentropy_logits target shape {Y.shape} does not match input {self.shape}")
     log_p, log_1mp = self.logsigmoid(), (-self).logsigmoid()
     return (-((1 if pos_weight is None else pos_weight) * Y * log_p + (1 - Y) * log_1mp))._do_reduction(reduction)
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                    is_causal: bool = False, enable_gqa: bool = False) -> Tensor:
     """softmax(self @ key^T / sqrt(d) + mask) @ value. A bool mask keeps True positions; is_causal masks the future;
     enable_gqa repeats key/value heads to match the query's."""
-    if self.ndim < 2 or key.ndim < 2 or value.ndim < 2: raise ValueError("attention needs (..., seq, dim) tensors")
-    if self.shape[-1] != key.shape[-1]: raise ValueError(f"query dim {self.shape[-1]} does not match key dim {key.shape[-1]}")
-    if key.shape[-2] != value.shape[-2]: raise ValueError(f"key length {key.shape[-2]} does not match value length {value.shape[-2]}")
-    if is_causal and attn_mask is not None: raise ValueError("give either attn_mask or is_causal, not both")
+    if self.ndim < 2 or key.ndim < 2 or value.ndim < 2: raise ShapeError("attention needs (..., seq, dim) tensors")
+    if self.shape[-1] != key.shape[-1]: raise ShapeError(f"query dim {self.shape[-1]} does not match key dim {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]: raise ShapeError(f"key length {key.shape[-2]} does not match value length {value.shape[-2]}")
+    if is_causal and attn_mask is not None: raise ArgumentError("give either attn_mask or is_causal, not both")
     if enable_gqa and self.ndim >= 3 and key.shape[-3] != self.shape[-3]:
-      if self.shape[-3] % key.shape[-3]: raise ValueError(f"query heads {self.shape[-3]} are not a multiple of key heads {key.shape[-3]}")
+      if self.shape[-3] % key.shape[-3]: raise ShapeError(f"query heads {self.shape[-3]} are not a multiple of key heads {key.shape[-3]}")
       r = self.shape[-3] // key.shape[-3]
       key, value = key.repeat_interleave(r, dim=-3), value.repeat_interleave(r, dim=-3)
     qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
-from tinycore.helpers import prod, make_tuple, flatten
+from tinycore.helpers import prod, make_tuple, flatten, TRAINING
 from tinycore.nn import optim, state, datasets  # noqa: F401
 
 __all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
@@ -106,18 +106,19 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
   return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)
 
 class BatchNorm:
-  """Batch normalisation over dim 1 of (N, C, ...). In training (Tensor.training) it normalises with the batch statistics
-  and updates running_mean / running_var (unbiased variance, as torch) in place; in eval it uses the running statistics."""
+  """Batch normalisation over dim 1 of (N, C, ...). In training (TRAINING: `Context(TRAINING=1)` or Tensor.train()) it
+  normalises with the batch statistics and updates running_mean / running_var (unbiased variance, as torch) and the
+  0-d int64 num_batches_tracked in place; in eval it uses the running statistics."""
   def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight: Tensor | None = Tensor.ones(sz) if affine else None
     self.bias: Tensor | None = Tensor.zeros(sz) if affine else None
-    self.num_batches_tracked = Tensor.zeros(1, dtype=dtypes.int32, requires_grad=False)
+    self.num_batches_tracked = Tensor.zeros((), dtype=dtypes.int64, requires_grad=False)
     if track_running_stats: self.running_mean, self.running_var = Tensor.zeros(sz, requires_grad=False), Tensor.ones(sz, requires_grad=False)
 
   def calc_stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) per channel: of the batch in training, the running ones in eval."""
-    if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
+    if self.track_running_stats and not TRAINING: return self.running_mean, self.running_var
     axes = tuple(a for a in range(x.ndim) if a != 1)
     mean = x.mean(axis=axes)
     y = x - mean.detach().reshape((1, -1) + (1,) * (x.ndim - 2))  # d(var)/d(mean) is zero
@@ -126,7 +127,7 @@ class BatchNorm:
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2: raise ValueError(f"BatchNorm needs an input of at least 2 dims (N, C, ...), got {x.shape}")
     mean, var = self.calc_stats(x)
-    if self.track_running_stats and Tensor.training:
+    if self.track_running_stats and TRAINING:
       n = x.numel() // x.shape[1]
       unbiased = var.detach() * (n / max(n - 1, 1))
       self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())

@@ -8,7 +8,7 @@ import math
 from typing import Callable
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes, least_upper_dtype
-from tinycore.helpers import dedup
+from tinycore.helpers import dedup, TRAINING
 
 def _realize_inplace(ts: list[Tensor]) -> None:
   """Make each tensor a realized contiguous buffer of its own, so later assigns write into it in place."""
@@ -44,8 +44,9 @@ class Optimizer:
 
   def schedule_step(self) -> list[Tensor]:
     """The update as lazy assigns, not yet run: the tensors to realize (parameters, optimizer state, buffers)."""
-    if not Tensor.training:
-      raise RuntimeError(f"Tensor.training is {Tensor.training}: set Tensor.training = True (or use Tensor.train()) to step an optimizer")
+    if not TRAINING:
+      raise RuntimeError(f"TRAINING={TRAINING.value}: step an optimizer inside `with Context(TRAINING=1):` or `with Tensor.train():` "
+                         "(or set Tensor.training = True)")
     with_grad = [p for p in self.params if p.grad is not None]
     if not with_grad: raise RuntimeError("no parameter has a gradient: call backward() before step()")
     updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
@@ -73,7 +74,10 @@ class OptimizerGroup(Optimizer):
 
 class LARS(Optimizer):
   """Layer-wise adaptive rate scaling (You et al. 2017): SGD with momentum whose step per tensor is scaled by the trust
-  ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`)."""
+  ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`); with ns_coefficients set, the
+  momentum is orthogonalized by Newton-Schulz before the step (see `Muon`)."""
+  ns_steps: int = 0
+  ns_coefficients: tuple[float, ...] | None = None
   def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, nesterov: bool = False,
                classic: bool = True, pre_wd: bool = True, tcoef: float = 0.001):
     super().__init__(params, lr)
@@ -94,6 +98,7 @@ class LARS(Optimizer):
       if self.momentum:
         bs[i].assign(self.momentum * bs[i] + g)  # zero on the first step, so no special case
         g = (g + self.momentum * bs[i]) if self.nesterov else bs[i]
+      if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
       if not self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
       if not self.classic: g = g * r * self.lr
       out.append(g.cast(t.dtype))
@@ -104,6 +109,14 @@ def SGD(params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_d
   """Stochastic gradient descent, as torch.optim.SGD (dampening 0): buf = momentum*buf + g (+ wd*w); w -= lr * buf
   (or lr * (g + momentum*buf) with nesterov)."""
   return LARS(params, lr, momentum, weight_decay, nesterov, classic=classic, pre_wd=True, tcoef=0.0)
+
+def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight_decay: float = 0.1, ns_steps: int = 5,
+         ns_coefficients: tuple[float, ...] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
+  """Muon (Jordan et al. 2024), as tinygrad 0.14: SGD momentum (nesterov by default), each update orthogonalized by
+  ns_steps Newton-Schulz iterations over the parameter viewed as (shape[0], -1), then w -= lr * (update + wd * w)."""
+  opt = LARS(params, lr, momentum, weight_decay, nesterov, classic=False, pre_wd=False, tcoef=0.0)
+  opt.ns_steps, opt.ns_coefficients = ns_steps, tuple(ns_coefficients)
+  return opt
 
 class LAMB(Optimizer):
   """LAMB (You et al. 2019): Adam's bias-corrected step plus weight decay, scaled per tensor by |w| / |step|.

@@ -57,12 +57,14 @@ def _put(dst: Tensor, src: Tensor) -> Tensor:
 
 def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, realize: bool = True) -> list[str]:
   """Copy state_dict's tensors into the model's. With strict, keys missing from state_dict or not in the model are an
-  error (naming them); shapes must always match. Returns the model keys that were loaded."""
+  error (naming them); shapes must always match, except that a 0-d tensor and a one-element (1,) one load into each other
+  (as tinygrad and torch checkpoints store scalars either way). Returns the model keys that were loaded."""
   model_sd = get_state_dict(model)
   missing = sorted(k for k in model_sd if k not in state_dict)
   unexpected = sorted(k for k in state_dict if k not in model_sd)
+  def fits(m: tuple, s: tuple) -> bool: return m == s or {m, s} == {(), (1,)}
   mismatched = [(k, tuple(model_sd[k].shape), tuple(state_dict[k].shape)) for k in model_sd
-                if k in state_dict and tuple(model_sd[k].shape) != tuple(state_dict[k].shape)]
+                if k in state_dict and not fits(tuple(model_sd[k].shape), tuple(state_dict[k].shape))]
   problems = []
   if strict and missing: problems.append(f"missing keys (in the model, not in the state dict): {missing}")
   if strict and unexpected: problems.append(f"unexpected keys (in the state dict, not in the model): {unexpected}")
@@ -77,7 +79,8 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
     loaded.append(k)
     if id(v) in done: continue  # one tensor under two names is loaded once
     done.add(id(v))
-    todo.append(_put(v, state_dict[k]))
+    src = state_dict[k]
+    todo.append(_put(v, src if src.shape == v.shape else src.reshape(v.shape)))
   if realize and todo: Tensor.realize(*todo)
   return loaded
 

@@ -8,7 +8,7 @@ import base64, pickle, time
 from typing import Any, Sequence
 import numpy as np
 from tinycore.device import Allocator, BufferSpec, CompileError, Compiler, Program
-from tinycore.dtype import dtypes, to_np_dtype
+from tinycore.dtype import dtypes, to_np_dtype, bf16_to_f32
 from tinycore.ops import Ops, GroupOp, exec_alu, np_cast
 from tinycore.plugin import DeviceSpec, hookimpl
 from tinycore.renderer import Renderer
@@ -98,7 +98,11 @@ class PythonProgram(Program):
       elif op is Ops.BARRIER: pass  # lockstep execution: every thread already reached it
       elif op is Ops.CAST: v[u] = np_cast(np.asarray(v[src[0]]), src[0].dtype, dt)
       elif op is Ops.BITCAST: v[u] = np.asarray(v[src[0]]).view(to_np_dtype(dt)) if dt != dtypes.bfloat16 else np.asarray(v[src[0]]).view(np.uint16)
-      elif op in GroupOp.ALU: v[u] = exec_alu(op, dt, [np.asarray(v[s]) for s in src])
+      elif op in GroupOp.ALU:
+        # a comparison of bfloat16 values compares the numbers, not the uint16 bit patterns they are stored as
+        cmp_bf16 = dt.scalar() != dtypes.bfloat16 and op is not Ops.WHERE
+        v[u] = exec_alu(op, dt, [bf16_to_f32(np.asarray(v[s])) if cmp_bf16 and s.dtype.scalar() == dtypes.bfloat16 else np.asarray(v[s])
+                                 for s in src])
       else: raise NotImplementedError(f"PYTHON device cannot run {op}")
       pc += 1
     return time.perf_counter() - st if wait else None

@@ -44,7 +44,10 @@ class UOp(metaclass=UOpMetaClass):
 
   # *** constants and construction ***
   @staticmethod
-  def const(dtype: DType, b: Any) -> UOp:
+  def const(dtype: Any, b: Any = None) -> UOp:
+    """A CONST node. `UOp.const(dtype, value)`, or tinygrad 0.14's order `UOp.const(value, dtype=None)` (the dtype then
+    defaults to the python value's)."""
+    if not isinstance(dtype, DType): dtype, b = (b if b is not None else dtypes.from_py(dtype)), dtype
     if isinstance(b, UOp): return b
     return UOp(Ops.CONST, dtype, arg=dtypes.as_const(b, dtype) if not (isinstance(b, float) and math.isnan(b)) else b)
   def const_like(self, b: Any) -> UOp: return UOp.const(self.dtype, b)

@@ -87,24 +87,72 @@ def _max(a: str, b: str, dt: DType) -> str:
   # (a pooling max 2x slower); this form becomes a compare and a blend. A NaN operand makes the sum NaN.
   return f"(__builtin_isunordered({a},{b})?(({a})+({b})):((({a})>({b}))?({a}):({b})))"
 
+BF16_PRELUDE = """static inline float tc_bf16_f32(unsigned short b) {
+  union { unsigned int i; float f; } u = {.i = (unsigned int)b << 16};
+  return u.f;
+}
+static inline unsigned short tc_f32_bf16(float f) {
+  union { float f; unsigned int i; } u = {.f = f};
+  if ((u.i & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  /* NaN */
+  return (unsigned short)((u.i + 0x7fffu + ((u.i >> 16) & 1u)) >> 16);  /* round to nearest even */
+}
+static inline float tc_bf16r(float f) { return tc_bf16_f32(tc_f32_bf16(f)); }"""
+
+def bf16_as_bits(uops: list[UOp]) -> list[UOp]:
+  """bfloat16, emulated: C has no portable bf16 type, so a bf16 value is a float rounded to bf16 after every op (see
+  ClangRenderer.render_cast) and a bf16 buffer holds the raw 16-bit patterns. Here a load of bf16 becomes a uint16 load
+  widened by a BITCAST, and a stored bf16 value is narrowed by a BITCAST to uint16 (a gated load's fallback too)."""
+  bf16, u16 = dtypes.bfloat16, dtypes.uint16
+  if not any(u.dtype == bf16 for u in uops): return uops
+  mapping: dict[UOp, UOp] = {}
+  out: list[UOp] = []
+  for u in uops:
+    src = tuple(mapping.get(s, s) for s in u.src)
+    if u.op is Ops.LOAD and u.dtype == bf16:
+      src_l = list(src)
+      if len(src_l) > 3 and src_l[3].op is not Ops.BARRIER:
+        out.append(alt := UOp(Ops.BITCAST, u16, (src_l[3],)))
+        src_l[3] = alt
+      out.append(ld := UOp(Ops.LOAD, u16, tuple(src_l), u.arg))
+      out.append(nu := UOp(Ops.BITCAST, bf16, (ld,)))
+      mapping[u] = nu
+      continue
+    if u.op is Ops.STORE and src[2].dtype == bf16:
+      out.append(bits := UOp(Ops.BITCAST, u16, (src[2],)))
+      src = (src[0], src[1], bits, *src[3:])
+    nu = u.replace(src=src) if src != u.src else u
+    if nu is not u: mapping[u] = nu
+    out.append(nu)
+  return out
+
 class ClangRenderer(CStyleLanguage):
   """C99 for the host: global dims become loops (the outermost spread over the cores), no local memory. Vectors are
-  GCC/clang vector extensions (`vector_size`), loaded and stored unaligned."""
+  GCC/clang vector extensions (`vector_size`), loaded and stored unaligned. bfloat16 is emulated in float (see
+  `bf16_as_bits`)."""
   buffer_suffix = " restrict"
-  # x86 compilers keep _Float16 intermediates in float precision: a cast after each op rounds it to half
-  round_results = CStyleLanguage.round_results + (dtypes.float16,)
+  # x86 compilers keep _Float16 intermediates in float precision: a cast after each op rounds it to half; bf16 values
+  # are floats rounded the same way
+  round_results = CStyleLanguage.round_results + (dtypes.float16, dtypes.bfloat16)
   vector_alu = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.MAX, Ops.MULACC, Ops.RECIP, Ops.EXP2})
   vector_dtypes = (dtypes.float32,)
   code_for_op = {**CStyleLanguage.code_for_op, Ops.MAX: lambda a, b, dt: _max(a, b, dt)}
   type_map = {**CStyleLanguage.type_map, dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
               dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
-              dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16"}
+              dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16", dtypes.bfloat16: "float"}
   infinity, nan = "__builtin_inff()", "__builtin_nanf(\"\")"
   def __init__(self, half_type: str | None = None) -> None:
     # half is declared only when the compiler has a type for it (_Float16, or clang's storage-only __fp16)
     super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=_vector_widths(),
-                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 and (d != dtypes.float16 or half_type)))
+                     dtypes=tuple(d for d in dtypes.all if d != dtypes.float16 or half_type))
     if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
+  def render_dtype(self, dt: DType) -> str:
+    if isinstance(dt, PtrDType) and dt.base == dtypes.bfloat16: return "unsigned short*"  # bf16 buffers hold bit patterns
+    return super().render_dtype(dt)
+  def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
+    # x is an lvalue; a bf16 value is a float holding a bf16 number, its bits are tc_f32_bf16 of it
+    if dt == dtypes.bfloat16: return f"tc_bf16_f32(*((unsigned short*)&({x})))"
+    if from_dt == dtypes.bfloat16: return f"(*(({self.render_dtype(dt)}*)&(unsigned short){{tc_f32_bf16({x})}}))"
+    return super().render_bitcast(x, dt, from_dt)
   def render_math(self, op: Ops, x: str, dt: DType) -> str:
     if op is Ops.RECIP: return super().render_math(op, x, dt)
     if dt.count > 1: return f"tc_{self.math_fns[op]}_{dt.count}({x})"
@@ -116,6 +164,7 @@ class ClangRenderer(CStyleLanguage):
     # a mask as 1.0f/0.0f by its bits: GCC compiles (float)(a==b) to a branch, mispredicted when the mask is data
     # (which element of a pooling window was the max: the max gradient 4x slower)
     if from_dt == dtypes.bool and dt == dtypes.float32: return f"tc_mask_f32({x})"
+    if dt == dtypes.bfloat16: return f"tc_bf16r((float)({x}))"
     return super().render_cast(x, dt, from_dt)
   @property
   def cachekey(self) -> str:
@@ -125,6 +174,8 @@ class ClangRenderer(CStyleLanguage):
   def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}_u*)({buf}+{idx})) = {val};"
   def render_prefix(self, uops: list[UOp]) -> str:
     lines = []
+    if any(u.dtype == dtypes.bfloat16 or (isinstance(u.dtype, PtrDType) and u.dtype.base == dtypes.bfloat16) for u in uops):
+      lines.append(BF16_PRELUDE)
     if any(u.op is Ops.CAST and u.dtype == dtypes.float32 and u.src[0].dtype == dtypes.bool for u in uops):
       lines.append("static inline float tc_mask_f32(int b) { union { int i; float f; } u = {.i = -b & 0x3f800000}; return u.f; }")
     for dt in sorted({u.dtype for u in uops if u.dtype.count > 1 and not isinstance(u.dtype, PtrDType)}, key=lambda d: (d.name, d.count)):
@@ -140,7 +191,7 @@ class ClangRenderer(CStyleLanguage):
       if any(u.op is Ops.EXP2 and u.dtype == dt for u in uops) and dt.scalar() == dtypes.float32: lines.append(_vexp2(t, m, n))
     return "\n".join(lines) + ("\n" if lines else "")
   def render(self, name: str, uops: list[UOp]) -> str:
-    uops, self._threads = split_outer_loop(uops, THREADS)
+    uops, self._threads = split_outer_loop(bf16_as_bits(uops), THREADS)
     return super().render(name, uops)
   def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
     src = super().render_kernel(name, body, bufs, uops, prefix)
