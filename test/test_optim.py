@@ -118,6 +118,7 @@ def test_params_from_layers_requires_grad_none_becomes_true():
   o = optim.Adam(nn.state.get_parameters(lin))
   assert lin.weight.requires_grad is True and len(o.params) == 2
   with pytest.raises(ValueError, match="no parameters"): optim.SGD([Tensor([1.0], requires_grad=False)])
+  with pytest.raises(ValueError, match="no parameters"): optim.SGD([Tensor([1.0]).is_param_(False), Tensor([1])])
 
 def test_step_updates_in_place():
   w = Tensor(W0.copy(), requires_grad=True)

@@ -1,43 +1,77 @@
-"""The differentiable primitives. Each Function computes forward on LazyBuffers and, in backward, the gradient
-of its inputs from the gradient of its output. Everything else in Tensor is composed of these."""
+"""The differentiable primitives. Each Function computes forward on LazyBuffers and, side by side, backward: the
+gradient of its inputs from the gradient of its output. Everything else in Tensor is composed of these.
+
+The rules the autograd follows:
+- apply() records the Function as the output's `_ctx` (its `parents` are the input Tensors) when the output is float,
+  some input is differentiable (a float tensor whose requires_grad is not False), the Function is differentiable and
+  Tensor.no_grad is off. Otherwise nothing is recorded and the output is a leaf.
+- backward(grad) takes and returns Tensors (None for an input that needs no gradient). It reads its inputs from
+  `self.parents` and its output from `self.out()`, never from the LazyBuffers forward saw, and builds the gradient
+  with Functions applied to those Tensors: the gradient is recorded like any other computation, so it can be
+  differentiated again (second order). Under Tensor.no_grad (as Tensor.backward runs it) the same code records nothing.
+- A Function keeps only what backward needs besides its parents: shapes and axes, and `self.ret` (the output
+  LazyBuffer) where the gradient is written in terms of the output."""
 from __future__ import annotations
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
+if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+_FLOATS = frozenset(dtypes.floats)
 
 class Function:
-  def __init__(self, device: str, *tensors: Any):
-    self.device = device
-    self.needs_input_grad = [t.requires_grad for t in tensors]
-    self.requires_grad = True if any(self.needs_input_grad) else None if None in self.needs_input_grad else False
-    if self.requires_grad: self.parents = tensors
+  differentiable: ClassVar[bool] = True  # False: the output never records a graph (comparisons, integer ops)
+  parents: tuple[Tensor, ...]
+  needs_input_grad: tuple[bool, ...]
+  ret: LazyBuffer
   def forward(self, *args: Any, **kwargs: Any) -> LazyBuffer: raise NotImplementedError(f"forward not implemented for {type(self)}")
-  def backward(self, *args: Any, **kwargs: Any) -> Any: raise RuntimeError(f"backward not implemented for {type(self)}")
+  def backward(self, grad: Tensor) -> Any: raise RuntimeError(f"backward not implemented for {type(self)}")
+
   @classmethod
-  def apply(cls, *x: Any, **kwargs: Any) -> Any:
-    from tinycore.tensor import Tensor
-    ctx = cls(x[0].lazydata.device, *x)
-    ret = Tensor.__new__(Tensor)
-    ret.lazydata, ret.requires_grad, ret.grad = ctx.forward(*[t.lazydata for t in x], **kwargs), ctx.requires_grad, None
-    ret._ctx = ctx if ctx.requires_grad and not Tensor.no_grad else None
+  def apply(cls, *x: Tensor, **kwargs: Any) -> Tensor:
+    T = type(x[0])
+    ctx = cls.__new__(cls)
+    ret = T.__new__(T)
+    ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
+    ret.grad, ret.is_param, ret._ctx = None, True, None
+    if not cls.differentiable or T.no_grad or lb.dtype not in _FLOATS:
+      ret._rg = None
+      return ret
+    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
+    if True in needs:
+      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
+      ret._rg = True if any(t._rg for t in x) else None
+    else: ret._rg = False  # computed from detached tensors only: detached too
     return ret
+
+  def out(self) -> Tensor:
+    """The output as a Tensor recorded with this Function: a gradient built from it stays connected to the inputs."""
+    T = type(self.parents[0])
+    ret = T.__new__(T)
+    ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = self.ret, None, True, None, None if T.no_grad else self
+    return ret
+
+def _const(like: Tensor, val: float) -> Tensor:
+  """A constant of like's shape, dtype and device, cut from the graph."""
+  T = type(like)
+  return T(like.lazydata.const(val), requires_grad=False)
 
 class Contiguous(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x.contiguous()
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad
+  def backward(self, grad: Tensor) -> Tensor: return grad
 
 class Clone(Function):
   """A fresh buffer holding a copy of x, even when x is already a realized contiguous buffer."""
   def forward(self, x: LazyBuffer) -> LazyBuffer: return LazyBuffer.metaop(Ops.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad
+  def backward(self, grad: Tensor) -> Tensor: return grad
 
 class ContiguousBackward(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.contiguous()
+  def backward(self, grad: Tensor) -> Tensor: return Contiguous.apply(grad)
 
 class Cast(Function):
   def forward(self, x: LazyBuffer, dtype: Any, bitcast: bool = False) -> LazyBuffer:
@@ -50,32 +84,34 @@ class Cast(Function):
       base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=arg)
       return LazyBuffer(x.device, x.st, dtype, base=base)
     return x.cast(dtype, bitcast)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
-    if self.bitcast: raise RuntimeError("bitcast is not differentiable")
-    return grad.cast(self.input_dtype)
+  def backward(self, grad: Tensor) -> Tensor | None:
+    # reinterpreted bits have no derivative: the gradient stops there (as a cast through an integer dtype does)
+    return None if self.bitcast else Cast.apply(grad, dtype=self.input_dtype)
 
 # *** unary ***
 class Neg(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x.alu(Ops.NEG)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.NEG)
+  def backward(self, grad: Tensor) -> Tensor: return Neg.apply(grad)
 
 class Reciprocal(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.alu(Ops.RECIP)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.NEG).alu(Ops.MUL, self.ret).alu(Ops.MUL, self.ret)
+  def backward(self, grad: Tensor) -> Tensor:
+    r = self.out()
+    return Mul.apply(Mul.apply(Neg.apply(grad), r), r)
 
 class Log2(Function):
-  def forward(self, x: LazyBuffer) -> LazyBuffer:
-    self.x = x
-    return x.alu(Ops.LOG2)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.MUL, self.x.alu(Ops.MUL, self.x.const(math.log(2))).alu(Ops.RECIP))
+  def forward(self, x: LazyBuffer) -> LazyBuffer: return x.alu(Ops.LOG2)
+  def backward(self, grad: Tensor) -> Tensor:
+    x, = self.parents
+    return Mul.apply(grad, Reciprocal.apply(Mul.apply(x, _const(x, math.log(2)))))
 
 class Exp2(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.alu(Ops.EXP2)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return self.ret.alu(Ops.MUL, grad).alu(Ops.MUL, grad.const(math.log(2)))
+  def backward(self, grad: Tensor) -> Tensor: return Mul.apply(Mul.apply(self.out(), grad), _const(grad, math.log(2)))
 
 class Trunc(Function):
   """Round toward zero; its gradient is zero (as torch). Floats beyond 2^52 (and inf, NaN) are already integral."""
@@ -83,47 +119,46 @@ class Trunc(Function):
     if not dtypes.is_float(x.dtype): return x
     small = x.alu(Ops.MAX, x.alu(Ops.NEG)).alu(Ops.CMPLT, x.const(2.0 ** 52))
     return small.alu(Ops.WHERE, x.cast(dtypes.int64).cast(x.dtype), x)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.const(0)
+  def backward(self, grad: Tensor) -> Tensor: return _const(grad, 0)
 
 class Sin(Function):
-  def forward(self, x: LazyBuffer) -> LazyBuffer:
-    self.x = x
-    return x.alu(Ops.SIN)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
+  def forward(self, x: LazyBuffer) -> LazyBuffer: return x.alu(Ops.SIN)
+  def backward(self, grad: Tensor) -> Tensor:
+    x, = self.parents
     # cos(x) = sin(pi/2 - x)
-    return self.x.const(math.pi / 2).alu(Ops.ADD, self.x.alu(Ops.NEG)).alu(Ops.SIN).alu(Ops.MUL, grad)
+    return Mul.apply(Sin.apply(Add.apply(_const(x, math.pi / 2), Neg.apply(x))), grad)
 
 class Relu(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.alu(Ops.MAX, x.const(0))
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
-    return self.ret.const(0).alu(Ops.CMPLT, self.ret).cast(grad.dtype).alu(Ops.MUL, grad)
+  def backward(self, grad: Tensor) -> Tensor:
+    # the mask is piecewise constant: it carries no gradient of its own
+    return Mul.apply(type(grad)(self.ret.const(0).alu(Ops.CMPLT, self.ret).cast(grad.dtype), requires_grad=False), grad)
 
 class Log(Function):
-  def forward(self, x: LazyBuffer) -> LazyBuffer:
-    self.x = x
-    return x.alu(Ops.LOG2).alu(Ops.MUL, x.const(math.log(2)))
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.MUL, self.x.alu(Ops.RECIP))
+  def forward(self, x: LazyBuffer) -> LazyBuffer: return x.alu(Ops.LOG2).alu(Ops.MUL, x.const(math.log(2)))
+  def backward(self, grad: Tensor) -> Tensor: return Mul.apply(grad, Reciprocal.apply(self.parents[0]))
 
 class Exp(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.alu(Ops.MUL, x.const(1 / math.log(2))).alu(Ops.EXP2)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return self.ret.alu(Ops.MUL, grad)
+  def backward(self, grad: Tensor) -> Tensor: return Mul.apply(self.out(), grad)
 
 class Sqrt(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.alu(Ops.SQRT)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.alu(Ops.MUL, self.ret.alu(Ops.MUL, self.ret.const(2)).alu(Ops.RECIP))
+  def backward(self, grad: Tensor) -> Tensor: return Mul.apply(grad, Reciprocal.apply(Mul.apply(self.out(), _const(grad, 2))))
 
 class Sigmoid(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     self.ret = x.const(1).alu(Ops.ADD, x.alu(Ops.MUL, x.const(-1 / math.log(2))).alu(Ops.EXP2)).alu(Ops.RECIP)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
-    return self.ret.alu(Ops.MUL, self.ret.const(1).alu(Ops.ADD, self.ret.alu(Ops.NEG))).alu(Ops.MUL, grad)
+  def backward(self, grad: Tensor) -> Tensor:
+    s = self.out()
+    return Mul.apply(Mul.apply(s, Add.apply(_const(s, 1), Neg.apply(s))), grad)
 
 class Sign(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer:
@@ -131,115 +166,139 @@ class Sign(Function):
     pos = x.const(0).alu(Ops.CMPLT, x).cast(x.dtype)
     neg = x.alu(Ops.CMPLT, x.const(0)).cast(x.dtype)
     return pos.alu(Ops.ADD, neg.alu(Ops.NEG))  # sign(NaN) is 0, as torch
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.const(0)
+  def backward(self, grad: Tensor) -> Tensor: return _const(grad, 0)
 
 # *** binary ***
 class Less(Function):
+  differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPLT, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, None]: return None, None
 
 class Neq(Function):
+  differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPNE, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, None]: return None, None
 
 class BitwiseOp(Function):
+  differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer, op: Ops) -> LazyBuffer: return x.alu(op, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, None]: return None, None
 
 class IDiv(Function):
+  differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.IDIV, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, None]: return None, None
 
 class Mod(Function):
+  differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MOD, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, None]: return None, None
 
 class Add(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.ADD, y)
-  def backward(self, grad: LazyBuffer) -> tuple[LazyBuffer | None, LazyBuffer | None]:
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     return grad if self.needs_input_grad[0] else None, grad if self.needs_input_grad[1] else None
 
 class Mul(Function):
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer:
-    self.x, self.y = x, y
-    return x.alu(Ops.MUL, y)
-  def backward(self, grad: LazyBuffer) -> tuple[LazyBuffer | None, LazyBuffer | None]:
-    return (self.y.alu(Ops.MUL, grad) if self.needs_input_grad[0] else None, self.x.alu(Ops.MUL, grad) if self.needs_input_grad[1] else None)
+  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MUL, y)
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    x, y = self.parents
+    return Mul.apply(y, grad) if self.needs_input_grad[0] else None, Mul.apply(x, grad) if self.needs_input_grad[1] else None
 
 class Maximum(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer:
     self.x, self.y = x, y
     self.ret = x.alu(Ops.MAX, y)
     return self.ret
-  def backward(self, grad: LazyBuffer) -> tuple[LazyBuffer | None, LazyBuffer | None]:
-    # ties split the gradient evenly, as in tinygrad
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    # ties split the gradient evenly, as in tinygrad; the masks are piecewise constant
+    T = type(grad)
     xeq = self.x.alu(Ops.CMPNE, self.ret).alu(Ops.CMPNE, self.x.const(True).cast(dtypes.bool)).cast(grad.dtype)
     yeq = self.y.alu(Ops.CMPNE, self.ret).alu(Ops.CMPNE, self.y.const(True).cast(dtypes.bool)).cast(grad.dtype)
-    share = grad.alu(Ops.MUL, xeq.alu(Ops.ADD, yeq).alu(Ops.RECIP))
-    return (share.alu(Ops.MUL, xeq) if self.needs_input_grad[0] else None, share.alu(Ops.MUL, yeq) if self.needs_input_grad[1] else None)
+    share = Mul.apply(grad, T(xeq.alu(Ops.ADD, yeq).alu(Ops.RECIP), requires_grad=False))
+    return (Mul.apply(share, T(xeq, requires_grad=False)) if self.needs_input_grad[0] else None,
+            Mul.apply(share, T(yeq, requires_grad=False)) if self.needs_input_grad[1] else None)
 
 class Where(Function):
-  def forward(self, c: LazyBuffer, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer:
-    self.c = c
-    return c.alu(Ops.WHERE, x, y)
-  def backward(self, grad: LazyBuffer) -> tuple[None, LazyBuffer | None, LazyBuffer | None]:
-    zero = grad.const(0)
-    return (None, self.c.alu(Ops.WHERE, grad, zero) if self.needs_input_grad[1] else None,
-            self.c.alu(Ops.WHERE, zero, grad) if self.needs_input_grad[2] else None)
+  def forward(self, c: LazyBuffer, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return c.alu(Ops.WHERE, x, y)
+  def backward(self, grad: Tensor) -> tuple[None, Tensor | None, Tensor | None]:
+    c, zero = self.parents[0], _const(grad, 0)
+    return (None, Where.apply(c, grad, zero) if self.needs_input_grad[1] else None,
+            Where.apply(c, zero, grad) if self.needs_input_grad[2] else None)
+
+class Pow(Function):
+  """x ** y for float x and y of one shape: C's pow on the edge values (0 ** 0 == 1, (-inf) ** 0.3 == inf, a negative
+  base keeps its sign for an odd integer exponent and is NaN for a fractional one), gradients as torch's."""
+  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer:
+    from tinycore.tensor import Tensor
+    b, e = Tensor(x, requires_grad=False), Tensor(y, requires_grad=False)
+    mag = (e * b.abs().log2()).exp2()  # |b| ** e
+    int_e = e == e.trunc()
+    odd = int_e & (e.abs().fmod(2) == 1)
+    out = (b < 0).where((int_e | b.isinf()).where(odd.where(-mag, mag), math.nan), mag)
+    # log2 of 0 and 1 need not be exact on every backend: those bases are spelled out (-0.0 to an odd power keeps its sign)
+    z = (e < 0).where(math.inf, (e > 0).where(0.0, out))
+    out = (b == 0).where((odd & b._signbit()).where(-z, z), out)
+    one = (e == 0) | (b == 1) | ((b.abs() == 1) & e.isinf())
+    self.ret = one.where(1.0, out).cast(x.dtype).lazydata
+    return self.ret
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    x, y = self.parents
+    gx = (y == 0).where(0.0, grad * y * x.pow(y - 1)) if self.needs_input_grad[0] else None
+    gy = ((x == 0) & (y >= 0)).where(0.0, grad * self.out() * x.log()) if self.needs_input_grad[1] else None
+    return gx, gy
 
 # *** reduce ***
 class Sum(Function):
   def forward(self, x: LazyBuffer, axis: tuple[int, ...]) -> LazyBuffer:
     self.input_shape = x.shape
     return x.reduce(Ops.ADD, axis)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.expand(self.input_shape)
+  def backward(self, grad: Tensor) -> Tensor: return Expand.apply(grad, shape=self.input_shape)
 
 class Max(Function):
   def forward(self, x: LazyBuffer, axis: tuple[int, ...]) -> LazyBuffer:
     self.x, self.ret, self.axis = x, x.reduce(Ops.MAX, axis), axis
     return self.ret
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
-    # the gradient goes to the maxima, shared evenly between ties
+  def backward(self, grad: Tensor) -> Tensor:
+    # the gradient goes to the maxima, shared evenly between ties; the share is piecewise constant
     hit = self.x.alu(Ops.CMPNE, self.ret.expand(self.x.shape)).alu(Ops.CMPNE, self.x.const(True).cast(dtypes.bool)).cast(grad.dtype)
-    count = hit.reduce(Ops.ADD, self.axis).expand(self.x.shape)
-    return hit.alu(Ops.MUL, count.alu(Ops.RECIP)).alu(Ops.MUL, grad.expand(self.x.shape))
+    share = hit.alu(Ops.MUL, hit.reduce(Ops.ADD, self.axis).expand(self.x.shape).alu(Ops.RECIP))
+    return Mul.apply(type(grad)(share, requires_grad=False), Expand.apply(grad, shape=self.x.shape))
 
 # *** movement ***
 class Expand(Function):
   def forward(self, x: LazyBuffer, shape: tuple[int, ...]) -> LazyBuffer:
     self.expanded_axis = tuple(i for i, (si, so) in enumerate(zip(x.shape, shape)) if si != so)
     return x.expand(shape)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer:
+  def backward(self, grad: Tensor) -> Tensor:
     if not self.expanded_axis: return grad
-    acc = grad.cast(dtypes.float32) if grad.dtype in (dtypes.float16, dtypes.bfloat16) else grad
-    return acc.reduce(Ops.ADD, self.expanded_axis).cast(grad.dtype)
+    if grad.dtype not in (dtypes.float16, dtypes.bfloat16): return Sum.apply(grad, axis=self.expanded_axis)
+    return Cast.apply(Sum.apply(Cast.apply(grad, dtype=dtypes.float32), axis=self.expanded_axis), dtype=grad.dtype)
 
 class Reshape(Function):
   def forward(self, x: LazyBuffer, shape: tuple[int, ...]) -> LazyBuffer:
     self.input_shape = x.shape
     return x.reshape(shape)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.reshape(self.input_shape)
+  def backward(self, grad: Tensor) -> Tensor: return Reshape.apply(grad, shape=self.input_shape)
 
 class Permute(Function):
   def forward(self, x: LazyBuffer, order: tuple[int, ...]) -> LazyBuffer:
     self.input_order = order
     return x.permute(order)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.permute(tuple(argsort(self.input_order)))
+  def backward(self, grad: Tensor) -> Tensor: return Permute.apply(grad, order=tuple(argsort(self.input_order)))
 
 class Pad(Function):
   def forward(self, x: LazyBuffer, arg: tuple[tuple[int, int], ...]) -> LazyBuffer:
     self.narg = tuple((p[0], s + p[0]) for s, p in zip(x.shape, arg))
     return x.pad(arg)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.shrink(self.narg)
+  def backward(self, grad: Tensor) -> Tensor: return Shrink.apply(grad, arg=self.narg)
 
 class Shrink(Function):
   def forward(self, x: LazyBuffer, arg: tuple[tuple[int, int], ...]) -> LazyBuffer:
-    self.narg = tuple((p[0], s - p[1]) for s, p in zip(x.shape, arg))
+    self.input_shape, self.narg = x.shape, tuple((p[0], s - p[1]) for s, p in zip(x.shape, arg))
     return x.shrink(arg)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.pad(self.narg)
+  def backward(self, grad: Tensor) -> Tensor:
+    out = Pad.apply(grad, arg=self.narg)
+    # a symbolic shrink pads back to sizes like bs + (32 - bs): name them as the input's
+    return out if out.shape == self.input_shape else Reshape.apply(out, shape=self.input_shape)
 
 class Flip(Function):
   def forward(self, x: LazyBuffer, axis: tuple[int, ...]) -> LazyBuffer:
-    self.arg = tuple(i in axis for i in range(len(x.shape)))
-    return x.flip(self.arg)
-  def backward(self, grad: LazyBuffer) -> LazyBuffer: return grad.flip(self.arg)
+    self.axis = axis
+    return x.flip(tuple(i in axis for i in range(len(x.shape))))
+  def backward(self, grad: Tensor) -> Tensor: return Flip.apply(grad, axis=self.axis)

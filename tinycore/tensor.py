@@ -116,6 +116,10 @@ def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shap
 
 _iota_cache: dict[tuple[int, str, DType], LazyBuffer] = {}
 
+def _check_differentiable(t: Tensor) -> None:
+  if not dtypes.is_float(t.dtype):
+    raise RuntimeError(f"only float tensors can require gradients, this one is {t.dtype}: cast it to a float dtype first")
+
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
   def __init__(self, mode: bool = True): self.mode = mode
@@ -138,7 +142,7 @@ class _test(ContextDecorator):
 
 class Tensor(metaclass=_TensorType):
   """A multi-dimensional array on a device, with autograd. Operations are lazy until realize(), numpy() or item()."""
-  __slots__ = ("lazydata", "requires_grad", "grad", "_ctx", "__weakref__")
+  __slots__ = ("lazydata", "_rg", "grad", "_ctx", "is_param", "__weakref__")
   @property
   def training(self) -> bool:
     """Whether TRAINING is set (dropout, BatchNorm batch statistics, Optimizer.step); `Tensor.training` reads and assigns it
@@ -160,8 +164,9 @@ class Tensor(metaclass=_TensorType):
     device = Device.canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
-    self.requires_grad: bool | None = requires_grad
+    self._rg: bool | None = requires_grad
     self._ctx: F.Function | None = None
+    self.is_param: bool = True
     if isinstance(data, LazyBuffer): lb = data if dtype is None or dtype == data.dtype else data.cast(dtype)
     elif isinstance(data, Tensor): lb = data.lazydata.copy_to_device(device) if dtype is None else data.lazydata.cast(dtype).copy_to_device(device)
     elif isinstance(data, (bool, int, float)) and not isinstance(data, np.generic):
@@ -173,6 +178,7 @@ class Tensor(metaclass=_TensorType):
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}")
     if isinstance(data, LazyBuffer) or lb.device == device: self.lazydata = lb
     else: self.lazydata = lb.copy_to_device(device)
+    if requires_grad: _check_differentiable(self)
 
   # *** properties ***
   @property
@@ -235,8 +241,12 @@ class Tensor(metaclass=_TensorType):
     """The kernels realize() would run, without running them."""
     return create_schedule([t.lazydata for t in (self,) + lst])
   def realize(self, *lst: Tensor) -> Tensor:
-    """Compute this tensor (and the others given) now."""
+    """Compute this tensor (and the others given) now. Each one computed here (not realized before) becomes a leaf of
+    the autograd graph, as in tinygrad: gradients no longer flow through it, and the graph it came from is let go."""
+    cut = [t for t in (self, *lst) if t._ctx is not None and not t.lazydata.is_realized()]
     run_schedule(*create_schedule_with_vars([self.lazydata, *[t.lazydata for t in lst]]))
+    # kept, a realized graph would hold its unrealized intermediates, which an optimizer step must then compute early
+    for t in cut: t._ctx = None
     return self
   def contiguous(self) -> Tensor:
     """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is)."""
@@ -276,8 +286,9 @@ class Tensor(metaclass=_TensorType):
     """A copy on another device (self when it is already there)."""
     device = Device.canonicalize(device)
     if device == self.device: return self
-    ret = Tensor(self.lazydata.copy_to_device(device), requires_grad=self.requires_grad)
+    ret = Tensor(self.lazydata.copy_to_device(device), requires_grad=self._rg)
     if self.grad is not None: ret.grad = self.grad.to(device)
+    ret.is_param = self.is_param
     return ret
   def to_(self, device: str | None) -> Tensor:
     """Move this tensor (and its grad) to another device in place."""
@@ -288,8 +299,11 @@ class Tensor(metaclass=_TensorType):
     """The same data, cut from the autograd graph."""
     return Tensor(self.lazydata, requires_grad=False)
   def clone(self) -> Tensor:
-    """A copy in a new buffer; gradients flow through it."""
-    return F.Clone.apply(self)
+    """A copy in a new buffer; gradients flow through it. The copy keeps is_param and a copy of .grad (as tinygrad)."""
+    ret = F.Clone.apply(self)
+    if self.grad is not None: ret.grad = self.grad.clone()
+    ret.is_param = self.is_param
+    return ret
   def replace(self, x: Tensor) -> Tensor:
     """Make this tensor refer to x's data (shapes must match); drops the autograd history."""
     if x.shape != self.shape: raise ValueError(f"replace shape mismatch: {self.shape} vs {x.shape}")
@@ -334,8 +348,7 @@ class Tensor(metaclass=_TensorType):
     kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", None)
     ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(bound)
-    ret.requires_grad = rg
-    return ret
+    return ret._leaf(rg)
   @staticmethod
   def zeros(*shape: Any, **kwargs: Any) -> Tensor:
     """A tensor of zeros (default float dtype)."""
@@ -380,8 +393,7 @@ class Tensor(metaclass=_TensorType):
     rg = kwargs.pop("requires_grad", None)
     x = Tensor.ones(k, 1, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k * k),)).reshape(k, k)
     ret = x.pad(((0, n - k), (0, m - k)))
-    ret.requires_grad = rg
-    return ret
+    return ret._leaf(rg)
   def full_like(self, fill_value: Any, **kwargs: Any) -> Tensor:
     """A tensor of self's shape (and dtype and device unless given) filled with fill_value."""
     return Tensor.full(self.shape, fill_value, **{"dtype": self.dtype, "device": self.device, **kwargs})
@@ -518,13 +530,13 @@ class Tensor(metaclass=_TensorType):
   @staticmethod
   def scaled_uniform(*shape: Any, **kwargs: Any) -> Tensor:
     """Uniform in [-1, 1) scaled by 1/sqrt(numel)."""
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(_shape_arg(*shape)) ** -0.5).requires_grad_(kwargs.get("requires_grad"))
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(_shape_arg(*shape)) ** -0.5)._leaf(kwargs.get("requires_grad"))
   @staticmethod
   def glorot_uniform(*shape: Any, **kwargs: Any) -> Tensor:
     """Glorot/Xavier uniform: bound sqrt(6 / (shape[0] + prod(shape[1:])))."""
     s = _shape_arg(*shape)
     if not s: raise ValueError("glorot_uniform needs at least one dim")
-    return Tensor.uniform(*s, low=-1.0, high=1.0, **kwargs).mul((6 / (s[0] + prod(s[1:]))) ** 0.5).requires_grad_(kwargs.get("requires_grad"))
+    return Tensor.uniform(*s, low=-1.0, high=1.0, **kwargs).mul((6 / (s[0] + prod(s[1:]))) ** 0.5)._leaf(kwargs.get("requires_grad"))
   @staticmethod
   def kaiming_uniform(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
     """Kaiming/He uniform with leaky-relu slope a: bound sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(prod(shape[1:]))."""
@@ -1485,24 +1497,26 @@ class Tensor(metaclass=_TensorType):
     """self >> x for integer tensors (arithmetic for signed)."""
     return self._bitwise(x, Ops.SHR)
   def pow(self, x: Any, reverse: bool = False) -> Tensor:
-    """self ** x. Integer tensors to non-negative integer powers stay integers; negative bases with integer exponents
-    keep their sign; 0 ** negative is inf; NaN where the real result is undefined (as torch). An integer tensor to a
-    python float power is a float; to a negative python int power it is an error (as torch and tinygrad)."""
+    """self ** x. Integer tensors to non-negative integer powers stay integers; floats follow C's pow as torch does
+    (0 ** 0 == 1, 0 ** negative is inf, negative bases keep their sign for odd integer exponents, NaN where the real
+    result is undefined, (-inf) ** 0.3 is inf), with torch's gradients. An integer tensor to a python float power is a
+    float; to a negative python int power it is an error (as torch and tinygrad)."""
     if not reverse and dtypes.is_int(self.dtype) and isinstance(x, (int, float)) and not isinstance(x, bool):
       if isinstance(x, float): return self._float().pow(x)
       if x < 0: raise ArgumentError(f"an integer tensor ({self.dtype}) to the negative integer power {x}: cast it to a float first")
     if not reverse and not isinstance(x, Tensor) and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
       # constant exponents: multiplications (exact, and the gradient is right at 0)
-      if x == int(x) and abs(x) <= 64 and (x >= 0 or dtypes.is_float(self.dtype)):
+      if x == int(x) and 0 < abs(x) <= 64 and (x > 0 or dtypes.is_float(self.dtype)):
         n = int(abs(x))
-        base = self if x >= 0 else self.reciprocal()
+        base = self if x > 0 else self.reciprocal()
         acc: Tensor | None = None
         while n:
           if n & 1: acc = base if acc is None else acc * base
           n >>= 1
           if n: base = base * base
-        return acc if acc is not None else self.const_like(1) + self * 0 if dtypes.is_float(self.dtype) else self.const_like(1)
-      if x == 0.5: return self.sqrt()
+        return acc  # type: ignore[return-value]
+      if x == 0 and not dtypes.is_float(self.dtype): return self.const_like(1)
+      if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()  # as torch, (-inf) ** 0.5 is NaN
     base, exponent = self._broadcasted(x, reverse)
     if dtypes.is_int(base.dtype):
       # binary exponentiation; negative exponents give 1/b^|e| truncated: only |b| == 1 survive
@@ -1515,13 +1529,7 @@ class Tensor(metaclass=_TensorType):
       return neg.where((base == 1).where(1, (base == -1).where(((exponent & 1) != 0).where(-1, 1), 0)), acc).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): base, exponent = base.float(), exponent.float()
-    # |b|^e, with the sign restored for negative bases and integer exponents
-    mag = (exponent * base.abs().log2()).exp2()
-    is_int_exp = exponent == exponent.trunc()
-    neg_odd = (base < 0) & is_int_exp & ((exponent.abs().fmod(2)) == 1)
-    out = (base < 0).where(is_int_exp.where(neg_odd.where(-mag, mag), math.nan), mag)
-    one = (exponent == 0) | (base == 1) | ((base.abs() == 1) & exponent.isinf())
-    return one.where(1.0, (base == 0).where((exponent < 0).where(math.inf, 0.0), out))
+    return F.Pow.apply(base, exponent)
 
   __add__ = add
   def __radd__(self, x: Any) -> Tensor: return self.add(x, True)
@@ -2469,7 +2477,41 @@ class Tensor(metaclass=_TensorType):
     return qk.softmax(-1).cast(self.dtype).dropout(dropout_p) @ value
 
   # *** autograd ***
+  # Every float tensor is differentiable unless requires_grad=False (tinygrad 0.14 has no flag at all): each Function
+  # applied to one is recorded (see tinycore/function.py for the rules), under Tensor.no_grad nothing is. gradient()
+  # returns recorded gradients, which can be differentiated again. backward() fills .grad with plain values, by one of
+  # two rules:
+  # - tinygrad's: every float tensor in the graph (leaves, intermediates and self) that is not requires_grad=False;
+  # - PyTorch's, once the graph holds a tensor marked requires_grad=True (as an Optimizer marks its parameters): only
+  #   the marked leaves. A training loop that slices its batches out of one big data tensor would otherwise add a
+  #   gradient graph to that tensor's .grad at every step and keep them all alive (tinygrad 0.14 does), and the lazy
+  #   .grad of intermediates, read against the parameters, would have to be computed before each optimizer step.
+  # realize() makes the tensors it computes leaves (as tinygrad): a graph is let go once its result is a buffer.
+  @property
+  def requires_grad(self) -> bool | None:
+    """None (the default): differentiable when float; True: the same, said explicitly (PyTorch's habit, and it
+    propagates to results); False: gets no gradient and lets none through. Only float tensors can be set to True."""
+    return self._rg
+  @requires_grad.setter
+  def requires_grad(self, requires_grad: bool | None) -> None:
+    if requires_grad: _check_differentiable(self)
+    self._rg = requires_grad
+  def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
+    """Set requires_grad in place and return self."""
+    self.requires_grad = requires_grad
+    return self
+  def _leaf(self, requires_grad: bool | None) -> Tensor:
+    """self cut from the graph it was computed by, with requires_grad set: what a creation function returns."""
+    self._ctx = None
+    self.requires_grad = requires_grad
+    return self
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Mark this tensor as an optimizer parameter (the default for every tensor) or, with False, as a buffer an
+    Optimizer realizes along with each step but does not update (as tinygrad's BatchNorm running statistics)."""
+    self.is_param = is_param
+    return self
   def _deepwalk(self) -> list[Tensor]:
+    """The recorded tensors self depends on (self included when recorded), each after all of its parents."""
     order: list[Tensor] = []
     seen: set[int] = set()
     stack: list[tuple[Tensor, bool]] = [(self, False)]
@@ -2483,47 +2525,57 @@ class Tensor(metaclass=_TensorType):
       stack.append((t, True))
       stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
     return order
-  def _grads(self, gradient: Tensor | None) -> tuple[list[Tensor], dict[int, Tensor]]:
+  def _grads(self, gradient: Tensor | None, targets: set[int] | None, marked: bool = False) -> tuple[list[Tensor], dict[int, Tensor]]:
+    if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float Tensors have gradient, this one is {self.dtype}")
     if gradient is None:
       if self.numel() != 1: raise RuntimeError(f"backward() without a gradient needs a scalar, this tensor has shape {self.shape}")
       gradient = Tensor(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
     if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
-    grads: dict[int, Tensor] = {id(self): gradient}
     order = self._deepwalk()
+    if targets is not None:  # only what lies on a path to a target
+      keep = set(targets)
+      for t in order:
+        if any(id(p) in keep for p in t._ctx.parents): keep.add(id(t))  # type: ignore[union-attr]
+      order = [t for t in order if id(t) in keep]
+    if marked: order = [t for t in order if t._rg is True]  # requires_grad=True flows from the marked leaves to what uses them
+    grads: dict[int, Tensor] = {id(self): gradient}
     for t0 in reversed(order):
-      g0 = grads.get(id(t0))
-      if g0 is None: continue
+      if (g0 := grads.get(id(t0))) is None: continue
       ctx = t0._ctx
       assert ctx is not None
-      gs = ctx.backward(g0.lazydata)
-      gs = [Tensor(g, requires_grad=False) if g is not None else None for g in ([gs] if len(ctx.parents) == 1 else gs)]
-      for t, g in zip(ctx.parents, gs):
-        if g is not None and t.requires_grad:
-          if g.shape != t.shape: raise RuntimeError(f"gradient shape {g.shape} does not match {t.shape}")
-          grads[id(t)] = g if id(t) not in grads else grads[id(t)] + g
+      if marked and len(ctx.parents) > 1 and any(n and p._rg is not True for n, p in zip(ctx.needs_input_grad, ctx.parents)):
+        # no gradient for the inputs that are not marked (the data a parameter multiplies)
+        needs, ctx.needs_input_grad = ctx.needs_input_grad, tuple(n and p._rg is True for n, p in zip(ctx.needs_input_grad, ctx.parents))
+        try: gs = ctx.backward(g0)
+        finally: ctx.needs_input_grad = needs
+      else: gs = ctx.backward(g0)
+      for t, g, need in zip(ctx.parents, gs if len(ctx.parents) > 1 else (gs,), ctx.needs_input_grad):
+        if g is None or not need: continue
+        if g.shape != t.shape: raise RuntimeError(f"{type(ctx).__name__} gave a gradient of shape {g.shape} for an input of shape {t.shape}")
+        grads[id(t)] = g if id(t) not in grads else grads[id(t)] + g
     return order, grads
-  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
-    """The gradients of self with respect to targets (which must require grad), without touching their .grad and
-    without freeing the graph. A target self does not depend on raises, or gets zeros with materialize_grads."""
-    order, grads = self._grads(gradient)
-    out = []
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+    """d(self)/d(target) for each target (a vector-Jacobian product with `gradient` when self is not a scalar). The
+    results are recorded like any computation: differentiate them again for higher orders. A target self does not
+    depend on gets zeros; .grad is left alone and the graph is kept."""
     for t in targets:
-      if id(t) in grads: out.append(grads[id(t)])
-      elif materialize_grads: out.append(t.zeros_like(requires_grad=False))
-      else: raise RuntimeError(f"tensor of shape {t.shape} is not in the graph of this tensor (does it have requires_grad=True?)")
-    return out
+      if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float Tensors have gradient, a target is {t.dtype}")
+    _, grads = self._grads(gradient, {id(t) for t in targets})
+    return [grads[id(t)] if id(t) in grads else Tensor(t.lazydata.const(0), requires_grad=False) for t in targets]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
-    """Accumulate d(self)/d(t) into t.grad for every t in the graph that requires grad, then free the graph."""
-    order, grads = self._grads(gradient)
-    if id(self) in grads and self.requires_grad: self.grad = grads[id(self)] if self.grad is None else self.grad + grads[id(self)]
-    for t0 in order:
-      for t in t0._ctx.parents if t0._ctx is not None else ():
-        if t.requires_grad and id(t) in grads and grads[id(t)] is not None:
-          t.grad = grads[id(t)] if t.grad is None else (t.grad + grads[id(t)])
-          grads[id(t)] = None  # type: ignore[assignment]
-    for t0 in order: t0._ctx = None
-    return self
-  def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
-    """Set requires_grad in place and return self."""
-    self.requires_grad = requires_grad
+    """Add d(self)/d(t) into t.grad for every float tensor t in the graph of self (leaves, intermediates and self) that
+    is not requires_grad=False, as tinygrad; when the graph holds a tensor marked requires_grad=True (an Optimizer marks
+    its parameters), only for the marked leaves, as PyTorch. The graph is kept: a second backward() adds again. .grad
+    holds plain values, not recorded; use gradient() for gradients to differentiate again."""
+    marked = self._rg is True
+    prev, Tensor.no_grad = Tensor.no_grad, True
+    try:
+      order, grads = self._grads(gradient, None, marked)
+      seen: set[int] = set()
+      for t in itertools.chain((self,), (p for t0 in order for p in t0._ctx.parents)):  # type: ignore[union-attr]
+        if id(t) in seen or (g := grads.get(id(t))) is None or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
+        seen.add(id(t))
+        if t.grad is None: t.grad = Tensor(g.lazydata, requires_grad=False)
+        else: t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
+    finally: Tensor.no_grad = prev
     return self

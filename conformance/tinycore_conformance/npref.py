@@ -66,6 +66,10 @@ def sigmoid(x: np.ndarray) -> np.ndarray: return 1 / (1 + np.exp(-x.astype(np.fl
 
 def relu(x: np.ndarray) -> np.ndarray: return np.maximum(x, 0)
 
+def pow_grads(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """d(a ** b)/da and d(a ** b)/db as torch defines them where they are not: 0 for b == 0, and for a == 0 with b >= 0."""
+  return np.where(b == 0, 0, b * a ** (b - 1)), np.where((a == 0) & (b >= 0), 0, a ** b * np.log(a))
+
 # *** a small CNN: conv(1->4, 3x3) -> relu -> maxpool 2 -> flatten -> linear(36->10) -> log_softmax -> NLL ***
 
 def cnn_forward(x, w1, b1, w2, b2, y1h):

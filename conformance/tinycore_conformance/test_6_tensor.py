@@ -188,7 +188,14 @@ SOFTMAX = [TC(n, "softmax", ins, e, r, rtol=1e-4, atol=1e-5, dtype=F32) for n, i
   ("softmax of large values", ("(rng.standard_normal((3, 50)) * 300).astype(np.float32)",), "a.softmax()", "R.softmax(a)"),
 ]]
 
+# every pair of these as (base, exponent): C's pow on the edge values (0 ** 0, (-inf) ** 0.3, -0.0 to odd powers, NaN),
+# where exp2(e * log2|b|) alone is NaN or loses the sign; the backend's exp2 and log2 at 0, 1 and inf decide it
+_EDGES = "[0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 0.3, -0.3, 3.0, -3.0, np.inf, -np.inf, np.nan]"
+POW_EDGES = (f"np.repeat(np.array({_EDGES}, np.float32), 14)", f"np.tile(np.array({_EDGES}, np.float32), 14)")
+MATH += [TC("pow edge values", "float math", POW_EDGES, "a ** b", "np.power(a, b)", rtol=1e-5, atol=1e-6, dtype=F32)]
+
 BACKWARD = [TC(n, "backward", ins, e, r, rtol=1e-4, atol=1e-4, dtype=F32, grad=True) for n, ins, e, r in [
+  ("grad of pow on edge values", POW_EDGES, "(a ** b).sum()", "R.pow_grads(a, b)"),
   ("grad of sum(a*b)", (s32(4, 5), s32(5)), "(a * b).sum()", "(np.broadcast_to(b, a.shape), a.sum(axis=0))"),
   ("grad of matmul relu", (s32(5, 6), s32(6, 4)), "(a @ b).relu().sum()",
    "(((a @ b) > 0) @ b.T, a.T @ ((a @ b) > 0))"),

@@ -1,5 +1,6 @@
 """Optimizers. A step writes every parameter (and every piece of optimizer state) in place with `assign`, and realizes
-them all in one schedule, so a TinyJit-captured train step replays the update kernels on the same buffers.
+them all in one schedule, so a TinyJit-captured train step replays the update kernels on the same buffers. The update
+is built under Tensor.no_grad: it records no autograd graph, so nothing of one step is kept alive into the next.
 
 The learning rate is a one-element Tensor (`opt.lr`): assign a new value to it (see `set_lr` and the schedules below)
 and a captured step picks it up; a Python float would be baked into the kernels."""
@@ -20,15 +21,18 @@ def _realize_inplace(ts: list[Tensor]) -> None:
       todo.append(t)
   if todo: Tensor.realize(*todo)
 
+def _is_param(t: Tensor) -> bool: return t.is_param and t.requires_grad is not False and dtypes.is_float(t.dtype)
+
 class Optimizer:
-  """Holds the parameters (tensors with requires_grad; None is turned into True) and the buffers (the others, realized
-  along with each step, like BatchNorm's running statistics)."""
+  """Holds the parameters (float tensors marked is_param, as every tensor is by default, and not requires_grad=False)
+  and the buffers (the others, realized along with each step, like BatchNorm's running statistics). The parameters
+  are marked requires_grad=True: backward() then fills .grad of them (and what is computed from them) only, not of
+  the data tensors a training loop takes its batches from (see Tensor.backward)."""
   def __init__(self, params: list[Tensor], lr: float):
-    for x in params:
-      if x.requires_grad is None: x.requires_grad_(True)
-    self.params: list[Tensor] = dedup([x for x in params if x.requires_grad])
-    if not self.params: raise ValueError("optimizer got no parameters that require grad")
-    self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
+    self.params: list[Tensor] = dedup([x for x in params if _is_param(x)])
+    for x in self.params: x._leaf(True)  # a parameter is a leaf of the graph
+    if not self.params: raise ValueError("optimizer got no parameters: every tensor given is requires_grad=False, not float or is_param False")
+    self.buffers: list[Tensor] = dedup([x for x in params if not _is_param(x)])
     self.device = self.params[0].device
     # lr lives on the device, in at least float32, so that changing it needs no recompile
     self.lr = Tensor([lr], device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32), requires_grad=False)
@@ -49,8 +53,9 @@ class Optimizer:
                          "(or set Tensor.training = True)")
     with_grad = [p for p in self.params if p.grad is not None]
     if not with_grad: raise RuntimeError("no parameter has a gradient: call backward() before step()")
-    updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
-    for p, u in zip(with_grad, updates): p.assign(p.detach() - u)
+    with Tensor.test():  # no_grad
+      updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
+      for p, u in zip(with_grad, updates): p.assign(p.detach() - u)
     return with_grad + state + self.buffers
 
   def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
