@@ -1,5 +1,5 @@
 """Reductions, cumulative ops, softmax family, sorting: forward and backward against PyTorch."""
-import math
+import math, os, subprocess, sys, textwrap
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
@@ -129,6 +129,28 @@ def test_masked_0d_and_empty_prod(dev):
   assert Tensor([0.5], device=dev).pad(((1, 0),), value=2.0)[0].item() == 2.0
   assert Tensor([], device=dev).prod().item() == torch.tensor([]).prod().item() == 1.0
   assert Tensor.zeros(0, 3, device=dev).prod(0).tolist() == torch.zeros(0, 3).prod(0).tolist()
+
+def test_cumprod_backward_long_axis(tmp_path):
+  # past 512 elements the scan's gradient became one kernel of ~10,000 nodes that never finished compiling: now every
+  # kernel stays within the scheduler's limit. Run in a process of its own with a fresh compile cache; its timeout is
+  # only a guard against a hang
+  code = textwrap.dedent("""
+    import numpy as np, torch
+    from tinycore import Tensor
+    from tinycore.engine.schedule import KERNEL_OPS_MAX
+    for n in (513, 1000):
+      xn = np.random.default_rng(n).uniform(0.99, 1.01, n).astype(np.float32)
+      x = Tensor(xn, requires_grad=True)
+      x.cumprod(0).sum().backward()
+      sizes = [len(si.ast.toposort()) for si in x.grad.schedule()]
+      assert max(sizes) <= KERNEL_OPS_MAX.value, f"n={n}: kernel sizes {sorted(sizes)[-5:]}"
+      tx = torch.tensor(xn, requires_grad=True)
+      tx.cumprod(0).sum().backward()
+      np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4)
+  """)
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                     env={**os.environ, "TINYCORE_CACHE_DIR": str(tmp_path), "DEV": "CLANG"})
+  assert r.returncode == 0, r.stderr[-3000:]
 
 def test_cumulative_dtypes_edges(dev):
   i = np.array([[1, 2, 3], [4, -5, 6]], np.int8)

@@ -183,6 +183,9 @@ BACKWARD = [TC(n, "backward", ins, e, r, rtol=1e-4, atol=1e-4, dtype=F32, grad=T
    "R.conv2d_grads(a, b, 2 * R.conv2d(a, b))"),
   ("grad through movement", (s32(4, 6),), "(a.permute(1, 0).pad(((1, 0), (0, 2))) * 3).reshape(-1)[5:17].sum()",
    "(np.pad(np.ones(12), (5, 7 * 6 - 17))[:7 * 6].reshape(7, 6)[1:, :4].T * 3,)"),
+  # a log-depth scan's gradient: many kernels of hundreds of nodes (one kernel of ~10,000 nodes before the size limit)
+  ("grad of a long cumprod", ("rng.uniform(0.99, 1.01, (600,)).astype(np.float32)",), "a.cumprod(0).sum()",
+   "(np.cumsum(np.cumprod(a.astype(np.float64))[::-1])[::-1] / a,)"),
 ]]
 
 CASES = dtype_cases() + MATH + REDUCE + MOVEMENT + MATMUL + CONV + SOFTMAX + BACKWARD
