@@ -123,6 +123,30 @@ def test_cumulative_long_axis():
   check(lambda t: t.cummax(0), lambda t: t.cummax(0).values, [y], "CLANG", grad=False)
   check(lambda t: t.cummin(0), lambda t: t.cummin(0).values, [y], "CLANG", grad=False)
 
+def test_large_sums_are_accurate(dev):
+  # one float32 accumulator stops growing at 2**24 ones (the sum of 2**27 ones was 67108864): long float sums are staged
+  # into partial sums of at most REDUCE_SPLIT elements, so every accumulator stays short
+  n = 2**27
+  for got in (Tensor.ones(n, device=dev).sum().item(), Tensor.ones(n, device=dev).mean().item() * n):
+    assert abs(got - n) / n < 1e-6, got
+  # 2**24 uniform floats against float64: one float32 accumulator is off by percents here (its last additions round to
+  # its ulp of 0.5-1); chunked, the error stays near float32 rounding of the result (bound 1e-6, measured ~5e-8)
+  x = np.random.default_rng(0).random(2**24, dtype=np.float32)
+  ref = x.astype(np.float64).sum()
+  assert abs(Tensor(x, device=dev).sum().item() - ref) / ref < 1e-6
+  assert abs(Tensor(x, device=dev).mean().item() - ref / x.size) / (ref / x.size) < 1e-6
+  # staged along a column, over several axes, and over a length with no divisor near the chunk size (zero padding),
+  # including an input where padding with zeros is not neutral (exp: the input is computed first)
+  y = np.random.default_rng(1).standard_normal((3, 100003)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(y, device=dev).sum(1).numpy(), y.astype(np.float64).sum(1), rtol=0, atol=1e-6 * np.abs(y).sum())
+  np.testing.assert_allclose(Tensor(y, device=dev).exp().sum(1).numpy(), np.exp(y.astype(np.float64)).sum(1), rtol=1e-6)
+  z = np.random.default_rng(2).standard_normal((40, 3, 30, 30)).astype(np.float32)
+  got = Tensor(z, device=dev).sum((0, 2, 3), keepdim=True)
+  assert got.shape == (1, 3, 1, 1)
+  np.testing.assert_allclose(got.numpy().ravel(), z.astype(np.float64).sum((0, 2, 3)), rtol=0, atol=1e-6 * np.abs(z).sum())
+  w = np.random.default_rng(3).standard_normal((70000, 3)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(w, device=dev).sum(0).numpy(), w.astype(np.float64).sum(0), rtol=0, atol=1e-6 * np.abs(w).sum())
+
 def test_masked_0d_and_empty_prod(dev):
   # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1
   assert Tensor([0.5], device=dev).pad(((1, 0),))[0].item() == torch.nn.functional.pad(torch.tensor([0.5]), (1, 0))[0].item() == 0.0
