@@ -133,3 +133,18 @@ def test_sgd_over_parameters_with_mutual_gradients(device):
       np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5, atol=1e-6)
       np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5, atol=1e-6)
   finally: Tensor.training = old
+
+def test_kernel_size_is_bounded(device):
+  # a value read through two views at every step: the paths double each step (1024 reads of the input after 10 steps).
+  # Past KERNEL_OPS_MAX nodes the scheduler realizes a part first, instead of one kernel that takes minutes to compile
+  from tinycore.engine.schedule import KERNEL_OPS_MAX
+  n = 1024
+  xn = np.random.default_rng(3).uniform(-1, 1, n).astype(np.float32)
+  x, ref = Tensor(xn).realize(), xn.astype(np.float64)
+  for k in range(10):
+    s = 1 << k
+    x = x + x.shrink(((0, n - s),)).pad(((s, 0),)) * 0.5
+    ref = ref + np.pad(ref[:n - s], (s, 0)) * 0.5
+  sizes = [len(si.ast.toposort()) for si in x.schedule()]
+  assert len(sizes) > 1 and max(sizes) <= KERNEL_OPS_MAX.value, f"kernel sizes {sizes}"
+  np.testing.assert_allclose(x.numpy(), ref, rtol=1e-5, atol=1e-5)

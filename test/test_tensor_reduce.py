@@ -1,5 +1,5 @@
 """Reductions, cumulative ops, softmax family, sorting: forward and backward against PyTorch."""
-import math
+import math, os, subprocess, sys, textwrap
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
@@ -126,12 +126,58 @@ def test_cumulative_long_axis():
   check(lambda t: t.cummax(0)[1], lambda t: t.cummax(0).indices.int(), [y], "CLANG", grad=False)
   check(lambda t: t.cummin(0)[1], lambda t: t.cummin(0).indices.int(), [y], "CLANG", grad=False)
 
+def test_large_sums_are_accurate(dev):
+  # one float32 accumulator stops growing at 2**24 ones (the sum of 2**27 ones was 67108864): long float sums are staged
+  # into partial sums of at most REDUCE_SPLIT elements, so every accumulator stays short
+  n = 2**27
+  for got in (Tensor.ones(n, device=dev).sum().item(), Tensor.ones(n, device=dev).mean().item() * n):
+    assert abs(got - n) / n < 1e-6, got
+  # 2**24 uniform floats against float64: one float32 accumulator is off by percents here (its last additions round to
+  # its ulp of 0.5-1); chunked, the error stays near float32 rounding of the result (bound 1e-6, measured ~5e-8)
+  x = np.random.default_rng(0).random(2**24, dtype=np.float32)
+  ref = x.astype(np.float64).sum()
+  assert abs(Tensor(x, device=dev).sum().item() - ref) / ref < 1e-6
+  assert abs(Tensor(x, device=dev).mean().item() - ref / x.size) / (ref / x.size) < 1e-6
+  # staged along a column, over several axes, and over a length with no divisor near the chunk size (zero padding),
+  # including an input where padding with zeros is not neutral (exp: the input is computed first)
+  y = np.random.default_rng(1).standard_normal((3, 100003)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(y, device=dev).sum(1).numpy(), y.astype(np.float64).sum(1), rtol=0, atol=1e-6 * np.abs(y).sum())
+  np.testing.assert_allclose(Tensor(y, device=dev).exp().sum(1).numpy(), np.exp(y.astype(np.float64)).sum(1), rtol=1e-6)
+  z = np.random.default_rng(2).standard_normal((40, 3, 30, 30)).astype(np.float32)
+  got = Tensor(z, device=dev).sum((0, 2, 3), keepdim=True)
+  assert got.shape == (1, 3, 1, 1)
+  np.testing.assert_allclose(got.numpy().ravel(), z.astype(np.float64).sum((0, 2, 3)), rtol=0, atol=1e-6 * np.abs(z).sum())
+  w = np.random.default_rng(3).standard_normal((70000, 3)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(w, device=dev).sum(0).numpy(), w.astype(np.float64).sum(0), rtol=0, atol=1e-6 * np.abs(w).sum())
+
 def test_masked_0d_and_empty_prod(dev):
   # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1
   assert Tensor([0.5], device=dev).pad(((1, 0),))[0].item() == torch.nn.functional.pad(torch.tensor([0.5]), (1, 0))[0].item() == 0.0
   assert Tensor([0.5], device=dev).pad(((1, 0),), value=2.0)[0].item() == 2.0
   assert Tensor([], device=dev).prod().item() == torch.tensor([]).prod().item() == 1.0
   assert Tensor.zeros(0, 3, device=dev).prod(0).tolist() == torch.zeros(0, 3).prod(0).tolist()
+
+def test_cumprod_backward_long_axis(tmp_path):
+  # past 512 elements the scan's gradient became one kernel of ~10,000 nodes that never finished compiling: now every
+  # kernel stays within the scheduler's limit. Run in a process of its own with a fresh compile cache; its timeout is
+  # only a guard against a hang
+  code = textwrap.dedent("""
+    import numpy as np, torch
+    from tinycore import Tensor
+    from tinycore.engine.schedule import KERNEL_OPS_MAX
+    for n in (513, 1000):
+      xn = np.random.default_rng(n).uniform(0.99, 1.01, n).astype(np.float32)
+      x = Tensor(xn, requires_grad=True)
+      x.cumprod(0).sum().backward()
+      sizes = [len(si.ast.toposort()) for si in x.grad.schedule()]
+      assert max(sizes) <= KERNEL_OPS_MAX.value, f"n={n}: kernel sizes {sorted(sizes)[-5:]}"
+      tx = torch.tensor(xn, requires_grad=True)
+      tx.cumprod(0).sum().backward()
+      np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4)
+  """)
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                     env={**os.environ, "TINYCORE_CACHE_DIR": str(tmp_path), "DEV": "CLANG"})
+  assert r.returncode == 0, r.stderr[-3000:]
 
 def test_cumulative_dtypes_edges(dev):
   i = np.array([[1, 2, 3], [4, -5, 6]], np.int8)

@@ -5,7 +5,7 @@ import functools, math, weakref
 from typing import Any
 from tinycore.dtype import DType, dtypes
 from tinycore.device import Buffer
-from tinycore.helpers import all_int
+from tinycore.helpers import ContextVar, all_int, ceildiv, prod
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp, sint
@@ -44,6 +44,15 @@ _FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)  # the ops whose res
 _from_shape = functools.cache(ShapeTracker.from_shape)
 # (a tuple: membership tests identity first, where a set would hash the enum in Python)
 _COMPARISON = tuple(GroupOp.Comparison)
+
+# a float SUM over more elements than this is computed in stages (see LazyBuffer.reduce); 0 turns staging off
+REDUCE_SPLIT = ContextVar("REDUCE_SPLIT", 16384)
+
+def _chunk(s: int, cap: int) -> tuple[int, int]:
+  """(m, k): dim s cut into m chunks of k <= cap elements, m*k >= s; a divisor where one is close, else padding."""
+  m0 = ceildiv(s, cap)
+  m = next((m for m in range(m0, 4 * m0 + 1) if s % m == 0), m0)
+  return m, ceildiv(s, m)
 
 class LazyBuffer:
   # the values bound to the Variables (symbolic sizes) this buffer's ShapeTracker uses; the scheduler collects them
@@ -151,12 +160,35 @@ class LazyBuffer:
       return LazyBuffer.const_of(self.const_value(), dtype, self.device, self.shape, _srcs_vals((self, self.base)))
     return LazyBuffer.metaop(Ops.BITCAST if bitcast else Ops.CAST, self.shape, dtype, self.device, srcs=(self,))
   def reduce(self, op: Ops, axis: tuple[int, ...]) -> LazyBuffer:
-    """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1."""
+    """SUM (op=ADD) or MAX over `axis`, keeping those dims with size 1. A float SUM over more than REDUCE_SPLIT elements
+    is computed in stages (partial sums, then their sum): see _staged_sum."""
     axis = tuple(sorted(a for a in set(axis) if self.shape[a] != 1))
     if not axis: return self
     new_shape = tuple(1 if i in axis else s for i, s in enumerate(self.shape))
     if self.size == 0: return self.const(0 if op is Ops.ADD else dtypes.min(self.dtype), new_shape)
+    if op is Ops.ADD and dtypes.is_float(self.dtype) and (lim := REDUCE_SPLIT.value) > 1 and all_int(self.shape) and \
+       prod(self.shape[a] for a in axis) > lim: return self._staged_sum(axis, lim).reshape(new_shape)
     return LazyBuffer.metaop(Ops.REDUCE_AXIS, new_shape, self.dtype, self.device, arg=(op, axis), srcs=(self,))
+  def _staged_sum(self, axis: tuple[int, ...], lim: int) -> LazyBuffer:
+    """A float SUM over more than `lim` elements: partial sums of at most `lim` elements (the innermost reduced dims, and a
+    chunk of the next one), then the sum of the partials (staged again where they are more than `lim`). One float32
+    accumulator stops growing at 2**24 ones and its rounding error grows with its length; with every accumulator at
+    most `lim` long, sums are accurate on every backend (numpy and torch sum pairwise or in blocks for the same reason)."""
+    first: list[int] = []
+    inner = 1
+    for a in reversed(axis):
+      if inner * self.shape[a] > lim: break
+      first.append(a)
+      inner *= self.shape[a]
+    rest = [a for a in axis if a not in first]
+    x, a = self, rest[-1]
+    if lim // inner >= 2:
+      # cut dim a into m chunks of k (padded with zeros to m*k where no divisor is near) and sum the chunks first
+      m, k = _chunk(self.shape[a], lim // inner)
+      if m * k != self.shape[a]: x = x.pad(tuple((0, m * k - s if i == a else 0) for i, s in enumerate(self.shape)))
+      x = x.reshape(self.shape[:a] + (m, k) + self.shape[a + 1:])
+      first, rest = [a + 1] + [b + 1 for b in first], [b for b in rest if b != a] + [a]
+    return x.reduce(Ops.ADD, tuple(first)).reduce(Ops.ADD, tuple(rest))
 
   # *** movement: zero-copy views ***
   def _view(self, st: ShapeTracker) -> LazyBuffer:

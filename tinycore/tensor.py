@@ -1867,7 +1867,8 @@ class Tensor(metaclass=_TensorType):
       y = y.reshape(*y.shape[:-1], n // 2, 2)
       y = y[..., 0] * y[..., 1]
       n, levels = n // 2, levels + 1
-      if levels % 4 == 0 and n > 1: y = y.contiguous()
+      # the gradient is realized at the same places: through all levels it would be read along every path (2**levels views)
+      if levels % 4 == 0 and n > 1: y = y.contiguous().contiguous_backward()
     y = y.reshape(y.shape[:-1])
     return y.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape))) if keepdim else y
   def _argfirst(self, mask: Tensor, axis: int, keepdim: bool) -> Tensor:
@@ -1963,7 +1964,7 @@ class Tensor(metaclass=_TensorType):
       shifted = x.shrink(tuple([None] * (x.ndim - 1)) + ((0, n - s),)).pad(pads + ((s, 0),)) + fill
       x = fn(x, shifted)
       s, steps = s * 2, steps + 1
-      if steps % 3 == 0 and s < n: x = x.contiguous()
+      if steps % 3 == 0 and s < n: x = x.contiguous().contiguous_backward()  # (the gradient too: see prod)
     return x
   @staticmethod
   def _tri_last(x: Tensor, identity: Any) -> Tensor:

@@ -133,6 +133,13 @@ REDUCE = [TC(n, "reduce", ins, e, r, rtol=1e-5, atol=1e-4, dtype=F32) for n, ins
   ("prod of nothing", (f32(0),), "a.prod()", "np.prod(a)"),
 ]]
 
+# a float32 accumulator stops counting at 2**24 ones, and its rounding error grows with its length: long sums must stay
+# exact and accurate however the backend's kernels accumulate (the core stages them into short partial sums)
+REDUCE += [TC("sum of 2**27 broadcast ones", "reduce", ("np.ones(1, np.float32)",), "a.expand(2**27).sum()", "np.float32(2**27)",
+              rtol=1e-7, atol=0, dtype=F32),
+           TC("sum of 2**24 floats", "reduce", ("rng.random(2**24, dtype=np.float32)",), "a.sum()", "a.astype(np.float64).sum()",
+              rtol=1e-6, atol=0, dtype=F32)]
+
 MOVEMENT = [TC(n, "movement", ins, e, r, rtol=0, atol=0, dtype=F32) for n, ins, e, r in [
   ("reshape", (f32(4, 6),), "a.reshape(3, 8) + 1", "a.reshape(3, 8) + 1"),
   ("permute", (f32(2, 3, 4),), "a.permute(2, 0, 1) * 2", "a.transpose(2, 0, 1) * 2"),
@@ -207,6 +214,9 @@ BACKWARD = [TC(n, "backward", ins, e, r, rtol=1e-4, atol=1e-4, dtype=F32, grad=T
    "R.conv2d_grads(a, b, 2 * R.conv2d(a, b))"),
   ("grad through movement", (s32(4, 6),), "(a.permute(1, 0).pad(((1, 0), (0, 2))) * 3).reshape(-1)[5:17].sum()",
    "(np.pad(np.ones(12), (5, 7 * 6 - 17))[:7 * 6].reshape(7, 6)[1:, :4].T * 3,)"),
+  # a log-depth scan's gradient: many kernels of hundreds of nodes (one kernel of ~10,000 nodes before the size limit)
+  ("grad of a long cumprod", ("rng.uniform(0.99, 1.01, (600,)).astype(np.float32)",), "a.cumprod(0).sum()",
+   "(np.cumsum(np.cumprod(a.astype(np.float64))[::-1])[::-1] / a,)"),
 ]]
 
 CASES = dtype_cases() + MATH + REDUCE + MOVEMENT + MATMUL + CONV + SOFTMAX + BACKWARD

@@ -6,13 +6,24 @@ is contiguous in memory is upcast to a vector width (vector loads and stores), t
 broadcasts along is upcast too (one loaded value feeds several accumulators, as in the microkernel of a matmul), and
 a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop).
 
-A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized."""
+A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized. A kernel with many loads
+gets fewer lanes (LANE_LOADS_MAX bounds lanes times loads): its code is already big, and lowering cost grows with both."""
 from __future__ import annotations
 from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
+# upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
+# this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
+# hundreds of loads: 32 lanes of it took seconds to lower)
+LANE_LOADS_MAX = 2048
+
 def _try(k: Kernel, opt: Opt) -> bool:
+  if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
+    dims = k.dims("g") if opt.op is OptOps.UPCAST else k.dims("r")
+    amt = opt.amount or (k.full_shape[dims[opt.axis]] if opt.axis < len(dims) else 1)
+    lanes = prod(k.full_shape[i] for i in k.dims("U") + k.dims("u")) * amt
+    if isinstance(lanes, int) and lanes * sum(u.op is Ops.LOAD for u in k.ast.toposort()) > LANE_LOADS_MAX: return False
   try:
     k.apply_opt(opt)
     return True

@@ -11,6 +11,8 @@ space onto its buffer. Fusion rules:
   values (SGD over two parameters whose gradients depend on each other) the kernels would wait on each other: one of
   them computes its value into a buffer of its own first, then copies it in (every assign sees the old values, as
   numpy would compute them);
+- a kernel holds at most KERNEL_OPS_MAX (1000) AST nodes: past that, the biggest part is realized first (a value read
+  through many views, as a scan's gradient, would otherwise grow exponentially);
 - a view that selects only padding is a zero: its buffer is no input of the kernel. The kernel's buffers (`bufs`,
   output first) are exactly the DEFINE_GLOBALs of its AST, numbered by position; the code generator declares every one
   of them as a parameter, so what a runner passes and what a kernel takes come from this one list.
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
-from tinycore.helpers import DEBUG, GRAPH, prod
+from tinycore.helpers import DEBUG, GRAPH, ContextVar, prod
 from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, BUFFER, CONST, ASSIGN
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
@@ -56,6 +58,9 @@ class _KernelBuilder:
     self.reduce: LazyBuffer | None = None
     self.unsafe_cache: dict[LazyBuffer, bool] = {}
     self.memo: dict[tuple[LazyBuffer, ShapeTracker, bool], UOp] = {}
+    # per op node: a bound on the nodes of its subtree (exact once it was counted), and the base that computes it
+    self.size: dict[UOp, int] = {}
+    self.owner: dict[UOp, LazyBuffer] = {}
 
   def load(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
     # a view that selects no element (padding only) reads nothing: a zero, and the buffer is no argument of the kernel
@@ -89,13 +94,27 @@ class _KernelBuilder:
         raise _Refuse(base)
       self.reduce = base
       src = base.srcs[0]
-      return UOp(Ops.REDUCE_AXIS, base.dtype, (self.build(src, ShapeTracker.from_shape(src.shape)),), base.arg)
+      return self.bounded(UOp(Ops.REDUCE_AXIS, base.dtype, (self.build(src, ShapeTracker.from_shape(src.shape)),), base.arg), base)
     if base.op in (Ops.CONTIGUOUS, Ops.ASSIGN) and root:
       return self.build(base.srcs[-1], st)
     if base.op in GroupOp.Elementwise:
       if any(v.mask is not None for v in st.views) and self.has_unsafe_pad(base) and not root: raise _Refuse(base)
-      return UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg)
+      return self.bounded(UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg), base)
     raise RuntimeError(f"cannot build a kernel from {base.op}")
+
+  def bounded(self, u: UOp, base: LazyBuffer) -> UOp:
+    """u, where the kernel stays within KERNEL_OPS_MAX nodes; past it, its biggest source is computed first, in a
+    kernel of its own (a graph that reads values through ever more views, like a scan's gradient, grows exponentially)."""
+    n = 1 + sum(self.size.get(s, 3) for s in set(u.src))  # a load or a constant: itself, its view (and its buffer)
+    if n > KERNEL_OPS_MAX.value and (n := len(u.toposort())) > KERNEL_OPS_MAX.value:
+      parts = [s for s in set(u.src) if s in self.owner]
+      if parts: raise _Refuse(self.owner[max(parts, key=lambda s: len(s.toposort()))])
+    self.size[u], self.owner[u] = n, base
+    return u
+
+# a kernel of more AST nodes than this is split (see _KernelBuilder.bounded): lowering, optimizing and compiling cost
+# grows faster than linearly with it (a 4600-node kernel took minutes), while real fused kernels stay in the hundreds
+KERNEL_OPS_MAX = ContextVar("KERNEL_OPS_MAX", 1000)
 
 def _never_valid(st: ShapeTracker) -> bool:
   """Whether every element of st is masked out (a view with an empty mask somewhere in the stack)."""

@@ -60,12 +60,16 @@ class ShapeTracker:
     """Collapse the top two views into one when the combined index is linear in every dim and the validity is a box."""
     top = self.views[-1]
     if not all(isinstance(s, int) for s in top.shape) or 0 in top.shape: return None
-    idxs = [Variable(f"m{i}", 0, s - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, s in enumerate(top.shape)]
+    # only the elements inside the top view's mask need an index: the index variables range over that box, so a shift
+    # that runs past the end of a dim (the padding of a pad, masked above) still folds to a linear index
+    box = top.mask if top.mask is not None and all(isinstance(x, int) for m in top.mask for x in m) else tuple((0, s) for s in top.shape)
+    if any(b >= e for b, e in box): return None
+    idxs = [Variable(f"m{i}", b, e - 1) if s != 1 else UOp.const(dtypes.int32, 0) for i, (s, (b, e)) in enumerate(zip(top.shape, box))]
     idx, valid = ShapeTracker(self.views[-2:]).to_indexed_uops(idxs)
     terms, offset = linear_terms(idx)
     pos = {v: i for i, v in enumerate(idxs)}
     if any(t not in pos for t in terms): return None
-    mask = [(0, s) for s in top.shape]
+    mask = list(box)
     for clause in _and_clauses(valid):
       if clause.op is Ops.CONST and clause.arg is True: continue
       if clause.op is Ops.CMPLT and clause.src[0] in pos and clause.src[1].op is Ops.CONST:

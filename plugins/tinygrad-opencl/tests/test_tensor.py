@@ -35,6 +35,15 @@ def test_reduce(T):
   close(a.max(0).numpy(), A.max(0))
   close(a.mean(1).numpy(), A.mean(1))
 
+def test_large_sums_are_accurate(T):
+  # float32 accumulators stop at 2**24 ones: long sums are staged into short partial sums (on every backend)
+  from tinycore import Tensor
+  n = 2**27
+  assert Tensor.ones(n, device="OPENCL").sum().item() == n and Tensor.ones(n, device="OPENCL").mean().item() == 1.0
+  x = np.random.default_rng(0).random(2**24, dtype=np.float32)
+  ref = x.astype(np.float64).sum()
+  assert abs(T(x).sum().item() - ref) / ref < 1e-6  # (one float32 accumulator: off by percents)
+
 def test_matmul(T): close((T(A) @ T(B)).numpy(), A @ B)
 
 def test_movement(T):
