@@ -14,7 +14,7 @@ ALLOWED: dict[str, str] = {
   **_same("UOp-level construction (tinygrad's graph IR); tinycore's graph is LazyBuffer, user code builds through Tensor ops",
           "Tensor.alu", "Tensor.const", "Tensor.ufix", "Tensor.usum", "Tensor.uprod", "Tensor.invalids"),
   **_same("tinygrad's function-call/kernel-injection machinery (callify, custom kernels, linearized schedules); no counterpart in tinycore's engine",
-          "Tensor.call", "Tensor.callify", "Tensor.custom_kernel", "Tensor.schedule_linear", "Tensor.linear_with_vars"),
+          "Tensor.call", "Tensor.callify", "Tensor.as_param", "Tensor.custom_kernel", "Tensor.schedule_linear", "Tensor.linear_with_vars"),
   **_same("tinygrad's content-hashing kernels (keccak/sha3) and its counter-based RNG internals; tinycore's generator is its own",
           "Tensor.hash", "Tensor.keccak", "Tensor.threefry", "Tensor.random_bits"),
   **_same("Qualcomm IMAGE dtype paths and the HEVC video decoder of tinygrad's accelerator drivers", "Tensor.image_conv2d", "Tensor.image_dot",
