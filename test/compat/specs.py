@@ -36,6 +36,17 @@ def pick(rng: np.random.Generator, xs: tuple, n: int) -> list:
 
 Spec = Callable[[np.random.Generator], list[Case]]
 
+def torch_op(name: str, kw: dict | None = None) -> Callable | None:
+  """The same elementwise op in torch, for edge values (None when torch has no such op under that name)."""
+  import torch
+  F, kw = torch.nn.functional, dict(kw or {})
+  special = {"swish": F.silu, "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x), "gelu": lambda x: F.gelu(x, approximate="tanh"),
+             "mod": torch.remainder, "leaky_relu": lambda x, neg_slope: F.leaky_relu(x, neg_slope), "logical_not": torch.logical_not,
+             "hardtanh": lambda x, min_val, max_val: F.hardtanh(x, min_val, max_val), "__neg__": torch.neg, "reciprocal": torch.reciprocal}
+  f = special.get(name) or getattr(torch, name, None) or getattr(F, name, None)
+  if f is None or name in ("bool", "float", "half", "int", "long", "short", "double", "bfloat16", "contiguous", "detach", "clone"): return None
+  return lambda *a: f(*[torch.tensor(x) for x in a], **kw).numpy()
+
 # *** families: each op gets one draw from each pool (seeded by its name), so the suite covers every shape, view and
 # dtype across the ops while each op stays a handful of calls (the reference, tinygrad, takes ~0.1 s a call) ***
 
@@ -49,7 +60,8 @@ def unary(dom: tuple = (-2, 2), dtypes: tuple = ALL, edge: bool = True, fn: str 
       shapes = [((), ""), _one(rng, NONCONTIG), _one(rng, SMALL)]
       cs = [Case(fn or name, (t(rng, s, main, dom, v),), dict(kw), label=f"{main}{s}{v}") for s, v in shapes]
       cs += [Case(fn or name, (t(rng, (2, 3), d, dom),), dict(kw), label=d) for d in pick(rng, tuple(d for d in dtypes if d != main), 1)]
-      if edge and main == "float32": cs.append(Case(fn or name, (T(np.array(EDGE, np.float32), grad=False),), dict(kw), label="edge"))
+      if edge and main == "float32":
+        cs.append(Case(fn or name, (T(np.array(EDGE, np.float32), grad=False),), dict(kw), label="edge", torch=torch_op(name, kw)))
       return cs
     return gen
   return spec

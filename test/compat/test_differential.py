@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from compat.harness import TG, TC, T, Case, run, differences, on_device, seed_of
-from compat.specs import SPECS, NOT_COMPUTED
+from compat.specs import SPECS, NOT_COMPUTED, torch_op
 from compat.surface import tensor_names
 from compat.allowlist import ALLOWED
 
@@ -25,7 +25,8 @@ def reference(name: str, i: int) -> dict: return run(TG, cases(name)[i])
 def check(case: Case, ref: dict, dev: str) -> None:
   """The one assertion of the suite: tinycore on dev does what tinygrad did."""
   with on_device(dev): got = run(TC, case)
-  probs = differences(ref, got, case.tol)
+  alt = case.torch(*[a.data for a in case.args]) if case.torch is not None else None
+  probs = differences(ref, got, case.tol, alt)
   assert not probs, "\n".join(probs)
 
 PARAMS = [pytest.param(n, i, id=re.sub(r"[^\w.()=,-]", "", f"{n}-{i}-{c.label}")) for n in SPECS for i, c in enumerate(cases(n))]
@@ -54,5 +55,5 @@ floats = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnorma
        dev=st.sampled_from(DEVICES))
 def test_edge_values(name: str, a: list, b: list, dev: str):
   args = (T(np.array(a, np.float32), grad=False),) + ((T(np.array(b, np.float32), grad=False),) if name in EDGE_BINARY else ())
-  case = Case(name, args)
+  case = Case(name, args, torch=torch_op(name))
   check(case, run(TG, case), dev)
