@@ -153,22 +153,26 @@ def _tensors(lib: Lib, x: Any) -> list:
 
 def run(lib: Lib, case: Case) -> dict[str, Any]:
   """Run a case in one library: {"out": ..., and with gradients "gradient": [...], "grad": [...]}; exceptions are
-  recorded as Raised, never propagated."""
+  recorded as Raised, never propagated. The gradient graph is built before anything is realized: in tinygrad 0.14 a
+  realized contiguous()/clone() no longer leads back to its inputs (its gradient becomes zeros)."""
   inputs: list = []
-  try:
-    out = case.call(lib, inputs)
-    res: dict[str, Any] = {"out": observe(lib, out, case.values)}
+  try: out = case.call(lib, inputs)
   except Exception as e: return {"out": Raised(e)}
   outs = [t for t in _tensors(lib, out) if dtype_name(lib, t.dtype).startswith("float")]
-  if not (case.grad and case.values and inputs and outs): return res
-  try:
-    rng = np.random.default_rng(7)
-    loss = sum(((o * lib.Tensor(rng.standard_normal(o.shape).astype(np.float32)).cast(o.dtype)).sum() for o in outs[1:]),
-               (outs[0] * lib.Tensor(rng.standard_normal(outs[0].shape).astype(np.float32)).cast(outs[0].dtype)).sum())
-    res["gradient"] = [g.numpy() for g in loss.gradient(*inputs)]
-  except Exception as e:
-    res["gradient"] = Raised(e)
-    return res
+  loss, grads = None, None
+  if case.grad and case.values and inputs and outs:
+    try:
+      rng = np.random.default_rng(7)
+      loss = sum(((o * lib.Tensor(rng.standard_normal(o.shape).astype(np.float32)).cast(o.dtype)).sum() for o in outs[1:]),
+                 (outs[0] * lib.Tensor(rng.standard_normal(outs[0].shape).astype(np.float32)).cast(outs[0].dtype)).sum())
+      grads = loss.gradient(*inputs)
+    except Exception as e: grads = Raised(e)
+  try: res: dict[str, Any] = {"out": observe(lib, out, case.values)}
+  except Exception as e: return {"out": Raised(e)}
+  if grads is None: return res
+  try: res["gradient"] = grads if isinstance(grads, Raised) else [g.numpy() for g in grads]
+  except Exception as e: res["gradient"] = Raised(e)
+  if isinstance(res["gradient"], Raised): return res
   if lib is TG:  # tinygrad's backward() is its gradient() written into .grad: the same values, one schedule fewer
     res["grad"] = res["gradient"]
     return res
