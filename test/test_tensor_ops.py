@@ -452,7 +452,7 @@ def test_api_round2_tinygrad_semantics():
   assert i is i0 and i.tolist() == [(5 >> 1 << 2) // 3, (9 >> 1 << 2) // 3]
   assert Tensor(a).data().tolist() == a.tolist() and Tensor(np.int8(-1)).data().tolist() == -1
   c = Tensor(a).allclose(Tensor(a))
-  assert isinstance(c, Tensor) and c.shape == () and bool(c)
+  assert isinstance(c, Tensor) and c.shape == () and c.item() is True
   s = Tensor([3, -4], dtype=dtypes.int8).copysign(Tensor([-1, 2], dtype=dtypes.int8))
   assert s.dtype == dtypes.int8 and s.tolist() == [-3, 4]
   assert Tensor.ones(2, 3, 4).T.shape == (3, 2, 4)

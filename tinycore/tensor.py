@@ -1754,8 +1754,7 @@ class Tensor(metaclass=_TensorType):
     else: close = (a == b) | (((a - b).abs() <= atol + rtol * b.abs()) & a.isfinite() & b.isfinite())
     return close | (a.isnan() & b.isnan()) if equal_nan else close
   def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    """A 0-d bool tensor, True when every element isclose (tinygrad 0.14 returns a Tensor: `bool(t.allclose(u))` or
-    `.item()` for a python bool)."""
+    """A 0-d bool tensor, True when every element isclose (tinygrad 0.14 returns a Tensor: `.item()` gives a python bool)."""
     return self.isclose(other, rtol, atol, equal_nan).all()
   def sequential(self, ll: Sequence[Callable[[Tensor], Tensor]]) -> Tensor:
     """Apply each callable of ll in turn: ll[-1](...ll[0](self))."""
