@@ -427,3 +427,34 @@ def test_softmin_normalize_gelu_none(dev):
   check(lambda t: t.gelu(approximate="none"), lambda t: torch.nn.functional.gelu(t), [g], dev, atol=1e-6)
   check(lambda t: t.gelu(approximate="tanh"), lambda t: torch.nn.functional.gelu(t, approximate="tanh"), [g], dev, atol=1e-6)
   with pytest.raises(RuntimeError, match="approximate"): Tensor(g).gelu(approximate="exact")
+
+def test_api_round2_tinygrad_semantics():
+  """assign broadcasts and sends the gradient to the new value; the in-place shift/floordiv operators keep the tensor
+  object; data() has the shape and format; allclose is a Tensor; copysign keeps an int dtype; T swaps dims 0 and 1."""
+  from tinycore.errors import DTypeError, DataError
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.uniform(1, 2, 3).astype(np.float32)
+  x, y = Tensor(a), Tensor(b)
+  x0 = x
+  x /= y
+  assert x is x0
+  g = x.sum().gradient(y)[0]  # (built before x is realized: realizing writes into the buffer the old x was read from)
+  np.testing.assert_allclose(g.numpy(), (-a / b ** 2).sum(0), rtol=1e-5)
+  np.testing.assert_allclose(x.numpy(), a / b, rtol=1e-6)
+  t = Tensor(a).contiguous().realize()
+  t.assign(y)
+  np.testing.assert_allclose(t.numpy(), np.broadcast_to(b, (2, 3)))
+  np.testing.assert_allclose((t * 3).sum().gradient(y)[0].numpy(), np.full(3, 6.0))
+  with pytest.raises(ValueError): Tensor(a[:, :1].copy()).__ifloordiv__(Tensor(a[:1]))
+  with pytest.raises(RuntimeError): Tensor([True, False]).__ilshift__(1)
+  with pytest.raises(DTypeError): Tensor(a).assign(Tensor([[1, 2, 3]] * 2))
+  i = Tensor([5, 9]); i0 = i; i >>= 1; i <<= 2; i //= 3
+  assert i is i0 and i.tolist() == [(5 >> 1 << 2) // 3, (9 >> 1 << 2) // 3]
+  assert Tensor(a).data().tolist() == a.tolist() and Tensor(np.int8(-1)).data().tolist() == -1
+  c = Tensor(a).allclose(Tensor(a))
+  assert isinstance(c, Tensor) and c.shape == () and c.item() is True
+  s = Tensor([3, -4], dtype=dtypes.int8).copysign(Tensor([-1, 2], dtype=dtypes.int8))
+  assert s.dtype == dtypes.int8 and s.tolist() == [-3, 4]
+  assert Tensor.ones(2, 3, 4).T.shape == (3, 2, 4)
+  with pytest.raises(ValueError): Tensor([[1, 2], [3]])
+  with pytest.raises(DataError): Tensor([[1, 2], [3]])

@@ -13,3 +13,6 @@ class ArgumentError(RuntimeError, ValueError):
 
 class DTypeError(RuntimeError, TypeError):
   """A dtype the op does not take: shifting floats, gathering with a float index."""
+
+class DataError(ValueError, TypeError):
+  """Data a Tensor cannot be made from: ragged nesting (ValueError in tinygrad, numpy and torch) or non-numeric items."""

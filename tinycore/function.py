@@ -69,6 +69,12 @@ class Clone(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return LazyBuffer.metaop(Ops.CONTIGUOUS, x.shape, x.dtype, x.device, srcs=(x,))
   def backward(self, grad: Tensor) -> Tensor: return grad
 
+class Assign(Function):
+  """x written into the buffer `target` (a LazyBuffer, or None to take x as it is): the gradient goes to x, as the
+  written tensor now holds x's values."""
+  def forward(self, x: LazyBuffer, target: LazyBuffer | None = None) -> LazyBuffer: return x if target is None else target.assign(x)
+  def backward(self, grad: Tensor) -> Tensor: return grad
+
 class ContiguousBackward(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x
   def backward(self, grad: Tensor) -> Tensor: return Contiguous.apply(grad)

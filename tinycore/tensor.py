@@ -15,7 +15,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, from_np_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import argfix, prod, all_int, make_tuple, flatten, ceildiv, TRAINING
 from tinycore.lazy import LazyBuffer, merge_var_vals
-from tinycore.errors import ShapeError, ArgumentError, DTypeError
+from tinycore.errors import ShapeError, ArgumentError, DTypeError, DataError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -37,11 +37,11 @@ def _fits(arr: np.ndarray, dtype: DType) -> bool: return dtypes.min(dtype) <= in
 def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
   py = not isinstance(x, (np.ndarray, np.generic))  # python data: its ints must fit the dtype (a numpy array's cast is the user's)
   try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
-  except ValueError: raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}") from None
+  except ValueError: raise DataError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}") from None
   if arr.dtype == object:
     if py and (big := [v for v in arr.ravel().tolist() if isinstance(v, int) and not -2**63 <= v < 2**64]):
       raise _int_overflow(big[0], dtype or dtypes.int64)
-    raise TypeError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
+    raise DataError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}")
   if dtype is None:
     dtype = dtypes.from_py(x) if py and arr.size else None
     if dtype is None: dtype = from_np_dtype(arr.dtype) if arr.size or not py else dtypes.default_float
@@ -273,8 +273,13 @@ class Tensor(metaclass=_TensorType):
       shape = "(" + ", ".join(s.render() if isinstance(s, UOp) else str(s) for s in self.shape) + ")"
       raise ValueError(f"cannot copy out a tensor of symbolic shape {shape}: {e}") from None
   def data(self) -> memoryview:
-    """The data as a memoryview of its raw bytes."""
-    return memoryview(self.numpy().tobytes())
+    """The data as a memoryview of self's shape and element format (as tinygrad: `.tolist()` gives nested lists, `[i]`
+    an element); raw bytes where memoryview has no format for the dtype (float16, bfloat16)."""
+    arr = self.numpy()
+    mv = memoryview(np.ascontiguousarray(arr).tobytes())
+    fmt = {np.dtype(np.bool_): "?"}.get(arr.dtype, arr.dtype.char)
+    if fmt in "e" or self.dtype == dtypes.bfloat16: return mv
+    return mv.cast(fmt, arr.shape) if arr.size else mv.cast(fmt)
   def item(self) -> Any:
     """The single element as a python scalar."""
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, this one has shape {self.shape}")
@@ -310,15 +315,26 @@ class Tensor(metaclass=_TensorType):
     self.lazydata, self._ctx = x.lazydata, None
     return self
   def assign(self, x: Any) -> Tensor:
-    """Write x into this tensor's buffer (in place once realized)."""
+    """Write x (broadcast to self's shape) into this tensor's buffer (in place once realized). Gradients then flow to x,
+    not to what self held before (as tinygrad)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
-    if x.shape != self.shape: raise ValueError(f"assign shape mismatch: {self.shape} vs {x.shape}")
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
-    if x.dtype != self.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
-    if self.lazydata._base is not None or not self.lazydata.st.contiguous or self.lazydata.base.op is Ops.CONST:
-      self.lazydata = x.lazydata
-      return self
-    self.lazydata = self.lazydata.assign(x.lazydata)
+    if x.dtype != self.dtype: raise DTypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
+    if x.shape != self.shape:
+      if x.ndim > self.ndim or any(a != b and a != 1 for a, b in zip(x.shape[::-1], self.shape[::-1])):
+        raise ShapeError(f"assign shape mismatch: cannot broadcast {x.shape} to {self.shape}")
+      x = x.expand(self.shape)
+    if x is self: return self
+    # a graph that reads self (x = self + y) reads what self held: a snapshot takes its place there, self is rewritten
+    old = Tensor.__new__(Tensor)
+    old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._ctx, self.is_param
+    for t in x._deepwalk():
+      if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
+    buffer = not (self.lazydata._base is not None or not self.lazydata.st.contiguous or self.lazydata.base.op is Ops.CONST)
+    r = F.Assign.apply(x, target=self.lazydata if buffer else None)
+    self.lazydata = r.lazydata
+    self._ctx = r._ctx
+    if self._rg is None and r._rg: self._rg = True
     return self
 
   # *** creation ***
@@ -717,8 +733,8 @@ class Tensor(metaclass=_TensorType):
     return self.permute(order)
   @property
   def T(self) -> Tensor:
-    """The transpose of a matrix: swaps dims 1 and 0 (the dims reversed for other ndims)."""
-    return self.transpose() if self.ndim == 2 else self.permute(tuple(reversed(range(self.ndim))))
+    """Swaps dims 0 and 1, as tinygrad (not torch's reversal of every dim for ndim > 2); 0-d and 1-d tensors unchanged."""
+    return self.transpose() if self.ndim >= 2 else self
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
     if self.ndim == 0: return self.reshape(1)
@@ -1565,6 +1581,9 @@ class Tensor(metaclass=_TensorType):
   def __iand__(self, x: Any) -> Tensor: return self.assign(self & x)
   def __ior__(self, x: Any) -> Tensor: return self.assign(self | x)
   def __ixor__(self, x: Any) -> Tensor: return self.assign(self ^ x)
+  def __ifloordiv__(self, x: Any) -> Tensor: return self.assign(self // x)
+  def __ilshift__(self, x: Any) -> Tensor: return self.assign(self << x)
+  def __irshift__(self, x: Any) -> Tensor: return self.assign(self >> x)
 
   # *** unary math ***
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
@@ -1673,6 +1692,9 @@ class Tensor(metaclass=_TensorType):
   def copysign(self, other: Any) -> Tensor:
     """|self| with the sign of other (the sign bit: -0.0 counts as negative)."""
     a, b = self._broadcasted(other)
+    if not dtypes.is_float(a.dtype):  # integers keep their dtype (as tinygrad): -|a| where b < 0
+      mag = a.abs() if a.dtype != dtypes.bool else a
+      return (b < 0).where(-mag, mag)
     a, b = a._float(), b._float()
     mag = a._signbit().where(-a, a)
     return b._signbit().where(-mag, mag)
@@ -1731,9 +1753,9 @@ class Tensor(metaclass=_TensorType):
     if dtypes.is_int(a.dtype) or a.dtype == dtypes.bool: close = a == b
     else: close = (a == b) | (((a - b).abs() <= atol + rtol * b.abs()) & a.isfinite() & b.isfinite())
     return close | (a.isnan() & b.isnan()) if equal_nan else close
-  def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """True when every element isclose (realizes)."""
-    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """A 0-d bool tensor, True when every element isclose (tinygrad 0.14 returns a Tensor: `.item()` gives a python bool)."""
+    return self.isclose(other, rtol, atol, equal_nan).all()
   def sequential(self, ll: Sequence[Callable[[Tensor], Tensor]]) -> Tensor:
     """Apply each callable of ll in turn: ll[-1](...ll[0](self))."""
     return functools.reduce(lambda x, f: f(x), ll, self)

@@ -230,8 +230,8 @@ TABLE: dict[str, Callable[[str], Spec]] = {
                        (S(3, 4), (L(lambda lib: lib.Tensor([[0], [2]])), L(lambda lib: lib.Tensor([1, 3])))),
                        (S(), ()), (S(), None), (S(0, 2), 0), (S(2, 3, view="permute"), (slice(None), 1)), dtypes=("float32", "int32"),
                        fn=lambda lib, x, i: x[i]),
-  # creation
-  "Tensor": calls(*[(v,) for v in (2.5, 3, True, [1, 2], [1.5, 2], [True, False], [[1, 2], [3, 4]], [], [[]], np.array(2.0), np.float32(2),
+  # creation (not a numpy scalar such as np.float32(2): tinygrad 0.14 raises RuntimeError where numpy and torch take it)
+  "Tensor": calls(*[(v,) for v in (2.5, 3, True, [1, 2], [1.5, 2], [True, False], [[1, 2], [3, 4]], [], [[]], np.array(2.0),
       np.array([1, 2], np.int16), np.array(3, np.uint8), np.zeros((2, 0)), [1, 2.5, True], [[1, 2], [3]])], fn=lambda lib, x: lib.Tensor(x)),
   "arange": calls((5,), (2, 8, 2), (5, 0, -1), (0.5, 2.5, 0.5), (0,), (3, 1), (1, 4, {"dtype": D("int16")}), (2 ** 31, 2 ** 31 + 3), (1, 2, 0)),
   "linspace": calls((0, 1, 5), (-1, 1, 1), (2, 3, 0), (0, 10, 4, {"dtype": D("int32")}), (0, 1, 3, {"dtype": D("bool")})),
