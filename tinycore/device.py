@@ -130,6 +130,13 @@ class _Device:
       if os.getenv(name, "") not in ("", "0") and re.fullmatch(r"\d+", os.environ[name]): return name
     for name in registry.available_devices(): return name
     raise DeviceError("no device is available: " + "; ".join(f"{n}: {r}" for n, r in registry.reasons().items()))
+  @property
+  def default(self) -> Compiled:
+    """The opened default device (`Device[Device.DEFAULT]`)."""
+    return self[self.DEFAULT]
+  def get_class(self, ix: str) -> type:
+    """The class of device `ix` (opening it)."""
+    return type(self[ix])
   def can_open(self, device: str) -> bool:
     """Whether an installed device opens here; a name no plugin provides raises DeviceError at once."""
     from tinycore.plugin import registry
@@ -179,6 +186,7 @@ class Buffer:
     else:
       self._buf = allocator.alloc(nbytes, self.options)
       GlobalCounters.mem_used += nbytes
+      GlobalCounters.mem_used_per_device[self.device] += nbytes
       if self.fill is not None: self.copyin(memoryview(self.fill))
     return self
   def deallocate(self) -> None:
@@ -186,6 +194,7 @@ class Buffer:
     if self._base is None and hasattr(self, "allocator"):
       nbytes = self.size * self.dtype.itemsize
       GlobalCounters.mem_used -= nbytes
+      GlobalCounters.mem_used_per_device[self.device] -= nbytes
       self.allocator.free(self._buf, nbytes, self.options)
     del self._buf
   def __del__(self) -> None:

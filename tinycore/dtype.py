@@ -109,9 +109,9 @@ class dtypes(metaclass=_DefaultDTypes):
     if dtypes.is_int(dtype): return 2 ** (dtype.itemsize * 8 - (0 if dtypes.is_unsigned(dtype) else 1)) - 1
     return math.inf if dtypes.is_float(dtype) else True
   @staticmethod
-  def finfo(x: DType) -> tuple[int, int]:
+  def finfo(dtype: DType) -> tuple[int, int]:
     """(exponent bits, mantissa bits) of a float dtype."""
-    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[x]
+    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[dtype]
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_DICT
 

@@ -1,13 +1,68 @@
 """Small shared utilities: environment knobs, context variables, counters and math helpers."""
 from __future__ import annotations
-import contextlib, functools, hashlib, itertools, math, os, pathlib, sys, tempfile, time, warnings
+import collections, contextlib, functools, hashlib, itertools, math, os, pathlib, sys, tempfile, time, warnings
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 
-def prod(xs: Iterable[Any], start: Any = 1) -> Any: return math.prod(xs, start=start)  # (symbolic sizes multiply too)
-def dedup(xs: Iterable[T]) -> list[T]: return list(dict.fromkeys(xs))
-def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]
+U = TypeVar("U")
+
+# parameter names follow tinygrad 0.14's helpers, so user code calling them by keyword works unchanged
+def prod(x: Iterable[Any], start: Any = 1) -> Any: return math.prod(x, start=start)  # (symbolic sizes multiply too)
+def dedup(x: Iterable[T]) -> list[T]: return list(dict.fromkeys(x))
+def flatten(l: Iterable[Iterable[T]]) -> list[T]: return [x for xs in l for x in xs]
+def fully_flatten(l: Any) -> list[Any]:
+  """Every scalar of a nested sequence (lists, tuples, numpy arrays; a 0-d array gives its scalar) in order."""
+  if isinstance(l, str) or not (hasattr(l, "__len__") and hasattr(l, "__getitem__")): return [l]
+  if getattr(l, "shape", None) == (): return [l[()]]
+  return [y for x in l for y in fully_flatten(x)]
+def get_shape(x: Any) -> tuple[int, ...]:
+  """The shape of a nested sequence; ValueError when its rows differ in shape."""
+  if isinstance(x, str) or not hasattr(x, "__len__") or getattr(x, "shape", None) == (): return ()
+  shapes = [get_shape(y) for y in x]
+  if any(s != shapes[0] for s in shapes): raise ValueError(f"inhomogeneous shape: rows have shapes {sorted(set(shapes))}")
+  return (len(shapes), *(shapes[0] if shapes else ()))
+def get_child(obj: Any, key: str) -> Any:
+  """`get_child(model, "layers.0.weight")`: attributes, dict keys and (numeric parts) sequence indices along a dotted path."""
+  for part in key.split("."):
+    obj = obj[int(part)] if part.isnumeric() else obj[part] if isinstance(obj, dict) else getattr(obj, part)
+  return obj
+def get_single_element(x: Sequence[T]) -> T:
+  if len(x) != 1: raise ValueError(f"expected exactly one element, got {len(x)}: {x!r}")
+  return x[0]
+def merge_dicts(ds: Iterable[dict[T, U]]) -> dict[T, U]:
+  """The union of dicts; RuntimeError when two give one key different values."""
+  out: dict[T, U] = {}
+  for d in ds:
+    for k, v in d.items():
+      if k in out and out[k] != v: raise RuntimeError(f"merge_dicts: key {k!r} has two values, {out[k]!r} and {v!r}")
+      out[k] = v
+  return out
+def unwrap(x: T | None) -> T:
+  if x is None: raise ValueError("unwrap: got None")
+  return x
+def to_tuple(x: T | tuple[T, ...]) -> tuple[T, ...]: return x if isinstance(x, tuple) else (x,)
+def next_power2(x: int) -> int: return 1 << max(x - 1, 0).bit_length()
+def round_down(num: int, amt: int) -> int: return num // amt * amt
+def cdiv(x: int, y: int) -> int:
+  """Integer division rounding toward zero, as C does (0 when y is 0)."""
+  if y == 0: return 0
+  q = abs(x) // abs(y)
+  return -q if (x < 0) != (y < 0) else q
+def cmod(x: int, y: int) -> int: return x - cdiv(x, y) * y  # the remainder of C's division: it takes x's sign
+def floordiv(x: int, y: int) -> int: return x // y
+def floormod(x: int, y: int) -> int: return x % y
+def strides_for_shape(shape: tuple[T, ...]) -> tuple[T, ...]:
+  """Contiguous (row-major) strides; an axis of size 1 gets stride 0, as in tinycore's views."""
+  strides, acc = [], 1
+  for s in reversed(shape):
+    strides.append(0 if s == 1 else acc)
+    acc = acc * s
+  return tuple(reversed(strides))
+def temp(x: str, append_user: bool = False) -> str:
+  """A path in the system's temporary folder (with the user name appended to `x` when append_user)."""
+  user = os.getenv("USER") or (str(os.getuid()) if hasattr(os, "getuid") else "user")
+  return str(pathlib.Path(tempfile.gettempdir()) / (f"{x}.{user}" if append_user else x))
 def argfix(*x: Any) -> tuple:
   """Accept both f(1, 2, 3) and f((1, 2, 3)) style arguments."""
   if x and x[0].__class__ in (tuple, list):
@@ -20,14 +75,14 @@ def all_same(items: Sequence[Any]) -> bool: return all(x == items[0] for x in it
 def round_up(num: int, amt: int) -> int: return (num + amt - 1) // amt * amt
 def ceildiv(num: int, amt: int) -> int: return -(-num // amt)
 def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]: return (x,) * cnt if isinstance(x, int) else tuple(x)
-def partition(xs: Iterable[T], fn: Callable[[T], bool]) -> tuple[list[T], list[T]]:
+def partition(itr: Iterable[T], fxn: Callable[[T], bool]) -> tuple[list[T], list[T]]:
   a: list[T] = []
   b: list[T] = []
-  for x in xs: (a if fn(x) else b).append(x)
+  for x in itr: (a if fxn(x) else b).append(x)
   return a, b
-def colored(s: str, color: str | None) -> str:
-  codes = {"red": 31, "green": 32, "yellow": 33, "blue": 34, "magenta": 35, "cyan": 36, "white": 37}
-  return f"\u001b[{codes[color]}m{s}\u001b[0m" if color and sys.stdout.isatty() else s
+def colored(st: str, color: str | None, background: bool = False) -> str:
+  codes = {"black": 30, "red": 31, "green": 32, "yellow": 33, "blue": 34, "magenta": 35, "cyan": 36, "white": 37}
+  return f"\u001b[{codes[color] + (10 if background else 0)}m{st}\u001b[0m" if color and sys.stdout.isatty() else st
 def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
 def pairwise(xs: Iterable[T]) -> Iterator[tuple[T, T]]: return itertools.pairwise(xs)
 
@@ -40,8 +95,8 @@ class ContextVar:
   """A global knob set from the environment and overridable with `Context(NAME=value)`; its value has the type of the
   default (an int, or a str such as DEFAULT_FLOAT's dtype name)."""
   _cache: dict[str, ContextVar] = {}
-  def __init__(self, key: str, default: Any):
-    self.key, self.value = key, getenv(key, default)
+  def __init__(self, key: str, default_value: Any):
+    self.key, self.value = key, getenv(key, default_value)
     ContextVar._cache[key] = self
   def __bool__(self) -> bool: return bool(self.value)
   def __ge__(self, x: int) -> bool: return self.value >= x
@@ -80,15 +135,30 @@ class GlobalCounters:
   time_sum_s: float = 0.0
   kernel_count: int = 0
   mem_used: int = 0
+  mem_used_per_device: collections.defaultdict[str, int] = collections.defaultdict(int)  # bytes allocated, by device name
   @staticmethod
   def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
 
 class Timing(contextlib.ContextDecorator):
-  def __init__(self, prefix: str = "", enabled: bool = True): self.prefix, self.enabled = prefix, enabled
+  """Print the time a block took: `with Timing("step "): ...`; on_exit(ns) returns text appended to the line."""
+  def __init__(self, prefix: str = "", on_exit: Callable[[int], str] | None = None, enabled: bool = True):
+    self.prefix, self.on_exit, self.enabled = prefix, on_exit, enabled
   def __enter__(self) -> None: self.st = time.perf_counter_ns()
   def __exit__(self, *exc: Any) -> None:
     self.et = time.perf_counter_ns() - self.st
-    if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms")
+    if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms" + (self.on_exit(self.et) if self.on_exit else ""))
+
+def tqdm(iterable: Iterable[T] | None = None, desc: str = "", disable: bool | None = False, unit: str = "it", unit_scale: Any = False,
+         total: int | None = None, rate: int = 100) -> Any:
+  """A progress bar over `iterable`: the tqdm package's (tinycore ships none of its own; `rate` is accepted for
+  tinygrad's signature and unused)."""
+  try: import tqdm as _tqdm
+  except ImportError: raise ImportError("tinycore.helpers.tqdm needs the tqdm package: pip install tqdm") from None
+  return _tqdm.tqdm(iterable, desc=desc, disable=disable, unit=unit, unit_scale=unit_scale, total=total)
+def trange(n: int, **kwargs: Any) -> Any:
+  """tqdm(range(n), **kwargs)."""
+  return tqdm(range(n), **kwargs)
+
 
 # *** on-disk cache: one file per key, written atomically so concurrent processes never see half a file ***
 # An entry is MAGIC, the payload's length (8 bytes, little-endian), its sha256, then the payload. An entry that is

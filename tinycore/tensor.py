@@ -248,8 +248,9 @@ class Tensor(metaclass=_TensorType):
     # kept, a realized graph would hold its unrealized intermediates, which an optimizer step must then compute early
     for t in cut: t._ctx = None
     return self
-  def contiguous(self) -> Tensor:
-    """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is)."""
+  def contiguous(self, **kwargs: Any) -> Tensor:
+    """A tensor whose data is laid out row-major in a buffer of its own (a no-op when it already is). kwargs: tinygrad
+    0.14's scheduler hints, accepted and ignored (they do not change the result)."""
     return F.Contiguous.apply(self)
   def contiguous_backward(self) -> Tensor:
     """Identity forward; makes the gradient contiguous in backward."""
@@ -303,10 +304,11 @@ class Tensor(metaclass=_TensorType):
   def detach(self) -> Tensor:
     """The same data, cut from the autograd graph."""
     return Tensor(self.lazydata, requires_grad=False)
-  def clone(self) -> Tensor:
-    """A copy in a new buffer; gradients flow through it. The copy keeps is_param and a copy of .grad (as tinygrad)."""
-    ret = F.Clone.apply(self)
-    if self.grad is not None: ret.grad = self.grad.clone()
+  def clone(self, device: str | None = None) -> Tensor:
+    """A copy in a new buffer (on `device` when given); gradients flow through it. The copy keeps is_param and a copy of
+    .grad (as tinygrad)."""
+    ret = F.Clone.apply(self if device is None else self.to(device))
+    if self.grad is not None: ret.grad = self.grad.clone(device)
     ret.is_param = self.is_param
     return ret
   def replace(self, x: Tensor) -> Tensor:
@@ -356,8 +358,12 @@ class Tensor(metaclass=_TensorType):
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     return Tensor(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
   @staticmethod
-  def full(shape: tuple[sint, ...] | int, fill_value: Any, **kwargs: Any) -> Tensor:
-    """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given."""
+  def full(shape: tuple[sint, ...] | int, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True,
+           **kwargs: Any) -> Tensor:
+    """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given. buffer is accepted for
+    tinygrad 0.14's signature (tinycore's fill is a lazy constant either way)."""
+    if dtype is not None: kwargs["dtype"] = dtype
+    if device is not None: kwargs["device"] = device
     shape, bound = _shape_arg(shape), argfix(shape)
     dtype = (to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else
              _py_int_dtype(fill_value, None) if isinstance(fill_value, int) and not isinstance(fill_value, bool) else dtypes.from_py(fill_value))
@@ -374,9 +380,10 @@ class Tensor(metaclass=_TensorType):
     """A tensor of ones (default float dtype)."""
     return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
-  def arange(start: Any, stop: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
+  def arange(start: Any, stop: Any = None, step: Any = 1, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Like numpy.arange: [start, stop) in steps of step; int unless an argument is a float (int64 when the values do
     not fit the default int). The values are computed on the host and copied to the device."""
+    if dtype is not None: kwargs["dtype"] = dtype
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must not be zero")
     n = max(0, math.ceil((stop - start) / step))
@@ -389,8 +396,9 @@ class Tensor(metaclass=_TensorType):
     vals = start + step * np.arange(n, dtype=np.float64 if dtypes.is_float(dtype) else np.int64)
     return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
   @staticmethod
-  def linspace(start: float, stop: float, steps: int, **kwargs: Any) -> Tensor:
+  def linspace(start: float, stop: float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from start to stop, both included (any dtype but bool; ints truncate)."""
+    if dtype is not None: kwargs["dtype"] = dtype
     if not isinstance(steps, int) or steps < 0: raise ValueError(f"linspace steps must be a non-negative int, got {steps}")
     dtype = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)
@@ -399,8 +407,9 @@ class Tensor(metaclass=_TensorType):
     if not dtypes.is_float(dtype): vals = np.trunc(vals)
     return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
   @staticmethod
-  def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
+  def eye(n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """The n x m identity matrix (ones on the main diagonal)."""
+    if dtype is not None: kwargs["dtype"] = dtype
     m = n if m is None else m
     _check_shape((n, m), "eye size")
     if n == 0 or m == 0: return Tensor.zeros(n, m, **kwargs)
@@ -410,25 +419,25 @@ class Tensor(metaclass=_TensorType):
     x = Tensor.ones(k, 1, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k * k),)).reshape(k, k)
     ret = x.pad(((0, n - k), (0, m - k)))
     return ret._leaf(rg)
-  def full_like(self, fill_value: Any, **kwargs: Any) -> Tensor:
+  def full_like(self, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True, **kwargs: Any) -> Tensor:
     """A tensor of self's shape (and dtype and device unless given) filled with fill_value."""
-    return Tensor.full(self.shape, fill_value, **{"dtype": self.dtype, "device": self.device, **kwargs})
+    return Tensor.full(self.shape, fill_value, dtype if dtype is not None else self.dtype, device if device is not None else self.device, **kwargs)
   def zeros_like(self, **kwargs: Any) -> Tensor:
     """Zeros of self's shape, dtype and device."""
     return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs: Any) -> Tensor:
     """Ones of self's shape, dtype and device."""
     return self.full_like(1, **kwargs)
-  def empty_like(self, **kwargs: Any) -> Tensor:
-    """An uninitialized tensor of self's shape, dtype and device."""
-    return Tensor.empty(self.shape, **{"dtype": self.dtype, "device": self.device, **kwargs})
+  def empty_like(self, dtype: DType | str | None = None, device: str | None = None, **kwargs: Any) -> Tensor:
+    """An uninitialized tensor of self's shape (and dtype and device unless given)."""
+    return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device, **kwargs)
   def rand_like(self, **kwargs: Any) -> Tensor:
     """Uniform [0, 1) of self's shape (and float dtype and device unless given)."""
     dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
     return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
-  def randn_like(self, **kwargs: Any) -> Tensor:
+  def randn_like(self, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Standard normal of self's shape (and float dtype and device unless given)."""
-    dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
+    dt = dtype if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
     return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D (or 0-d, taken as one element) tensors, indexing "ij" (matrix) or "xy" (cartesian), as
@@ -631,9 +640,9 @@ class Tensor(metaclass=_TensorType):
     if prod(new_shape) != self.numel():
       raise ShapeError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) to {tuple(new_shape)}")
     return self if tuple(new_shape) == self.shape else F.Reshape.apply(self, shape=tuple(new_shape))
-  def view(self, *shape: Any) -> Tensor:
+  def view(self, shape: Any, *args: Any) -> Tensor:
     """Same as reshape."""
-    return self.reshape(*shape)
+    return self.reshape(shape, *args)
   def expand(self, shape: Any, *args: Any) -> Tensor:
     """Broadcast size-1 dims to a larger size (a view); -1 keeps a dim; new leading dims may be added."""
     new_shape = tuple(_sym(s) for s in argfix(shape, *args))
@@ -1335,9 +1344,10 @@ class Tensor(metaclass=_TensorType):
   def bool(self) -> Tensor:
     """Cast to bool (x != 0)."""
     return self.cast(dtypes.bool)
-  def const_like(self, b: Any) -> Tensor:
-    """A constant of self's shape, dtype and device."""
-    c = Tensor(dtypes.as_const(b, self.dtype) if not (isinstance(b, float) and math.isnan(b)) else b, device=self.device, dtype=self.dtype)
+  def const_like(self, b: Any, dtype: DType | None = None) -> Tensor:
+    """A constant of self's shape and device, in self's dtype unless given."""
+    dt = to_dtype(dtype) if dtype is not None else self.dtype
+    c = Tensor(dtypes.as_const(b, dt) if not (isinstance(b, float) and math.isnan(b)) else b, device=self.device, dtype=dt)
     return c.expand(self.shape) if self.shape else c
 
   def add(self, x: Any, reverse: bool = False) -> Tensor:
@@ -1493,25 +1503,25 @@ class Tensor(metaclass=_TensorType):
     if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise DTypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
     if op in (Ops.SHL, Ops.SHR) and a.dtype == dtypes.bool: raise DTypeError(f"{op.name} needs integer tensors, got bool")
     return F.BitwiseOp.apply(a, b, op=op)
-  def bitwise_and(self, x: Any) -> Tensor:
-    """self & x for int or bool tensors."""
-    return self._bitwise(x, Ops.AND)
-  def bitwise_or(self, x: Any) -> Tensor:
-    """self | x for int or bool tensors."""
-    return self._bitwise(x, Ops.OR)
-  def bitwise_xor(self, x: Any) -> Tensor:
-    """self ^ x for int or bool tensors."""
-    return self._bitwise(x, Ops.XOR)
+  def bitwise_and(self, x: Any, reverse: bool = False) -> Tensor:
+    """self & x (x & self with reverse) for int or bool tensors."""
+    return self._bitwise(x, Ops.AND, reverse)
+  def bitwise_or(self, x: Any, reverse: bool = False) -> Tensor:
+    """self | x (x | self with reverse) for int or bool tensors."""
+    return self._bitwise(x, Ops.OR, reverse)
+  def bitwise_xor(self, x: Any, reverse: bool = False) -> Tensor:
+    """self ^ x (x ^ self with reverse) for int or bool tensors."""
+    return self._bitwise(x, Ops.XOR, reverse)
   def bitwise_not(self) -> Tensor:
     """~self for int or bool tensors."""
     if not (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool): raise DTypeError(f"bitwise_not needs integer or bool tensors, got {self.dtype}")
     return self.logical_not() if self.dtype == dtypes.bool else self ^ (-1 if not dtypes.is_unsigned(self.dtype) else dtypes.max(self.dtype))
-  def lshift(self, x: Any) -> Tensor:
-    """self << x for integer tensors."""
-    return self._bitwise(x, Ops.SHL)
-  def rshift(self, x: Any) -> Tensor:
-    """self >> x for integer tensors (arithmetic for signed)."""
-    return self._bitwise(x, Ops.SHR)
+  def lshift(self, x: Any, reverse: bool = False) -> Tensor:
+    """self << x (x << self with reverse) for integer tensors."""
+    return self._bitwise(x, Ops.SHL, reverse)
+  def rshift(self, x: Any, reverse: bool = False) -> Tensor:
+    """self >> x (x >> self with reverse) for integer tensors (arithmetic for signed)."""
+    return self._bitwise(x, Ops.SHR, reverse)
   def pow(self, x: Any, reverse: bool = False) -> Tensor:
     """self ** x. Integer tensors to non-negative integer powers stay integers; floats follow C's pow as torch does
     (0 ** 0 == 1, 0 ** negative is inf, negative bases keep their sign for odd integer exponents, NaN where the real
@@ -1994,7 +2004,7 @@ class Tensor(metaclass=_TensorType):
     n = x.shape[-1]
     tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
     return tri.where(x.unsqueeze(-2), identity)
-  def cumprod(self, axis: int = 0) -> Tensor:
+  def cumprod(self, axis: int) -> Tensor:
     """Running product along axis (a triangular mask and a product tree up to 512, a log-depth scan beyond)."""
     x, back = self._to_last(axis)
     if x.shape[-1] <= 512: return back(Tensor._tri_last(x, 1).prod(-1))

@@ -19,6 +19,10 @@ ALLOWED: dict[str, str] = {
           "Tensor.hash", "Tensor.keccak", "Tensor.threefry", "Tensor.random_bits"),
   **_same("Qualcomm IMAGE dtype paths and the HEVC video decoder of tinygrad's accelerator drivers", "Tensor.image_conv2d", "Tensor.image_dot",
           "Tensor.decode_hevc_frame"),
+  **_same("multi-device sharding (tinygrad's MultiLazyBuffer): tinycore runs every tensor on one device; open issue 16",
+          "Tensor.shard", "Tensor.shard_", "Tensor.shard_like"),
+  **_same("matrix decompositions (tinygrad's Householder QR and one-sided Jacobi SVD) are not implemented in tinycore yet: "
+          "compute them with numpy on .numpy() meanwhile", "Tensor.qr", "Tensor.svd"),
   "Tensor.from_url": "downloads over the network; tinycore does no network I/O (load the file, then Tensor(bytes))",
   "Tensor.realize(do_update_stats)": "tinygrad's switch for its own GlobalCounters bookkeeping; tinycore always counts",
   "Tensor.__delitem__": "tinygrad's only raises TypeError; without it python raises TypeError for `del t[i]` as well",
@@ -29,6 +33,7 @@ ALLOWED: dict[str, str] = {
   **_same("tinygrad's weak (python-constant) dtypes are an internal of its type promotion", "dtypes.weakint", "dtypes.weakfloat", "dtypes.weaks"),
   **_same("tinygrad's internal groupings by width (for its bitcast rules)", "dtypes.int8s", "dtypes.int16s", "dtypes.int32s", "dtypes.int64s"),
   **_same("DType construction internals (the dataclass fields and constructor of tinygrad's DType)", "DType.bitsize", "DType.new", "DType.const"),
+  "Variable(dtype)": "tinygrad's default is its weak int (dtypes.weakint, an internal of its type promotion); tinycore's is int32, its index type",
   # *** TinyJit, optimizers, state ***
   "TinyJit().add_linear": "tinygrad's JIT graph-batching internal",
   **{f"nn.optim.{o}(fused)": "tinygrad's fused-optimizer kernel switch (FUSE_OPTIM); tinycore's step is one schedule already"
@@ -36,7 +41,11 @@ ALLOWED: dict[str, str] = {
   **{f"nn.optim.{o}().fused": "the fused-optimizer switch, see above" for o in ("SGD", "Adam", "AdamW", "LAMB", "LARS", "Muon")},
   **_same("tinygrad's filesystem-device and file-wrapper internals behind its loaders", "nn.state.fs_load", "nn.state.fs_store", "nn.state.TensorIO",
           "nn.state.accept_filename"),
-  **_same("tinygrad's datasets download; tinycore's read local files (mnist(path)) and ship no CIFAR", "nn.datasets.cifar", "nn.datasets.mnist"),
+  **_same("tinygrad's mnist(device, fashion) downloads (MNIST or Fashion-MNIST); tinycore does no network I/O: its mnist(path, device) reads "
+          "the local idx files, so its first parameter is the folder", "nn.datasets.mnist(device)", "nn.datasets.mnist(fashion)"),
+  "nn.datasets.cifar": "tinygrad's downloads CIFAR; tinycore does no network I/O and ships no CIFAR reader (mnist reads local files)",
+  "nn.state.safe_load_metadata(t)": "tinygrad's takes the file as a Tensor and returns (raw tensor, header size, header); tinycore's takes a path "
+                                 "or bytes and returns (tensor entries, __metadata__) without reading the tensors",
   # *** helpers: tinygrad's driver, profiler, terminal and byte-twiddling utilities, not for user code ***
   **_same("terminal formatting of tinygrad's debug output", "helpers.ansilen", "helpers.ansipad", "helpers.ansistrip", "helpers.colorize_float",
           "helpers.size_to_str", "helpers.time_to_str", "helpers.word_wrap", "helpers.printable", "helpers.strip_parens", "helpers.lines",
@@ -49,6 +58,12 @@ ALLOWED: dict[str, str] = {
           "helpers.mv_address", "helpers.to_char_p_p", "helpers.data64", "helpers.data64_le", "helpers.hi32", "helpers.lo32", "helpers.i2u",
           "helpers.getbits", "helpers.to_be32", "helpers.to_be64", "helpers.pad_bytes", "helpers.fetch_fw", "helpers.system", "helpers.wait_cond",
           "helpers.Target", "helpers.select_by_name", "helpers.select_first_inited", "helpers.fromimport", "helpers.count"),
+  "helpers.fetch": "downloads over the network; tinycore does no network I/O (download the file yourself and load the local path)",
+  **_knobs("compiler switches of tinygrad with no tinycore counterpart: FLOAT16 (half-precision intermediates in its winograd and image "
+           "convolutions), WINO (winograd convolution), NOLOCALS (no local memory in kernels), TRANSCENDENTAL (its software sin/exp/log), "
+           "SPLIT_REDUCEOP (its split of large reductions; tinycore's staged sums are fixed: REDUCE_SPLIT), JIT_BATCH_SIZE (kernels per batched "
+           "JIT graph; tinycore's JIT replays kernels one by one)",
+           "FLOAT16", "WINO", "NOLOCALS", "TRANSCENDENTAL", "SPLIT_REDUCEOP", "JIT_BATCH_SIZE"),
   **_same("process internals of tinygrad (gc, interpreter shutdown, panics)", "helpers.disable_gc", "helpers.suppress_finalizing", "helpers.panic"),
   **_same("tinygrad's sqlite compile cache; tinycore's disk cache stores one file per key (diskcache_get/put keep the call shape)",
           "helpers.db_connection", "helpers.diskcache", "helpers.diskcache_clear", "helpers.diskcache_put(val)", "helpers.diskcache_put(prepickled)"),

@@ -113,9 +113,16 @@ class CapturedJit(Generic[ReturnType]):
 
 class TinyJit(Generic[ReturnType]):
   """Capture the kernels fxn runs on its second call and replay them from the third on (see the module docstring)."""
-  def __init__(self, fxn: Callable[..., ReturnType] | None = None, captured: CapturedJit | None = None):
+  def __new__(cls, fxn: Callable[..., ReturnType] | None = None, captured: CapturedJit | None = None, prune: bool = False, **kwargs: Any) -> Any:
+    # `@TinyJit(prune=True)` (no function yet) makes a decorator, as in tinygrad 0.14
+    if fxn is None and captured is None: return functools.partial(cls, captured=captured, prune=prune, **kwargs)
+    return super().__new__(cls)
+  def __init__(self, fxn: Callable[..., ReturnType] | None = None, captured: CapturedJit | None = None, prune: bool = False, **kwargs: Any):
+    """prune is accepted for tinygrad 0.14's signature: tinycore replays every captured kernel (pruning the ones that do
+    not depend on the inputs only saves time there); any other keyword is a TypeError."""
+    if kwargs: raise TypeError(f"TinyJit got unexpected keyword argument(s) {sorted(kwargs)}")
     if fxn is None and captured is None: raise ValueError("TinyJit needs a function or a CapturedJit")
-    self.fxn, self.captured = fxn, captured
+    self.fxn, self.captured, self.prune = fxn, captured, prune
     self.cnt: int = 2 if captured is not None else 0
     if fxn is not None: functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 from tinycore.tensor import Tensor
-from tinycore.dtype import dtypes, least_upper_dtype
-from tinycore.helpers import dedup, TRAINING
+from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from tinycore.helpers import dedup, getenv, TRAINING
 
 def _realize_inplace(ts: list[Tensor]) -> None:
   """Make each tensor a realized contiguous buffer of its own, so later assigns write into it in place."""
@@ -28,12 +28,15 @@ class Optimizer:
   and the buffers (the others, realized along with each step, like BatchNorm's running statistics). The parameters
   are marked requires_grad=True: backward() then fills .grad of them (and what is computed from them) only, not of
   the data tensors a training loop takes its batches from (see Tensor.backward)."""
-  def __init__(self, params: list[Tensor], lr: float):
+  def __init__(self, params: list[Tensor], lr: float, device: str | None = None):
+    """device: where the learning rate and step counters live (default: the first parameter's); param_dtype (the
+    OPTIM_DTYPE environment variable, float32 by default) is the dtype of the optimizer's state (momentum, moments)."""
     self.params: list[Tensor] = dedup([x for x in params if _is_param(x)])
     for x in self.params: x._leaf(True)  # a parameter is a leaf of the graph
     if not self.params: raise ValueError("optimizer got no parameters: every tensor given is requires_grad=False, not float or is_param False")
     self.buffers: list[Tensor] = dedup([x for x in params if not _is_param(x)])
-    self.device = self.params[0].device
+    self.device = device or self.params[0].device
+    self.param_dtype: DType = to_dtype(getenv("OPTIM_DTYPE", "float32"))
     # lr lives on the device, in at least float32, so that changing it needs no recompile
     self.lr = Tensor([lr], device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32), requires_grad=False)
     _realize_inplace(self.params + self.buffers + [self.lr])
@@ -81,13 +84,13 @@ class LARS(Optimizer):
   """Layer-wise adaptive rate scaling (You et al. 2017): SGD with momentum whose step per tensor is scaled by the trust
   ratio tcoef * |w| / (|g| + wd * |w|). With tcoef=0 it is plain SGD (see `SGD`); with ns_coefficients set, the
   momentum is orthogonalized by Newton-Schulz before the step (see `Muon`)."""
-  ns_steps: int = 0
-  ns_coefficients: tuple[float, ...] | None = None
-  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, nesterov: bool = False,
-               classic: bool = True, pre_wd: bool = True, tcoef: float = 0.001):
-    super().__init__(params, lr)
+  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, ns_steps: int = 0,
+               ns_coefficients: tuple[float, ...] | None = None, nesterov: bool = False, classic: bool = True, pre_wd: bool = True,
+               tcoef: float = 0.001, device: str | None = None):
+    super().__init__(params, lr, device)
+    self.ns_steps, self.ns_coefficients = ns_steps, tuple(ns_coefficients) if ns_coefficients is not None else None
     self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
-    self.b = [Tensor.zeros(*t.shape, dtype=t.dtype, device=t.device, requires_grad=False) for t in self.params] if momentum else []
+    self.b = [Tensor.zeros(*t.shape, dtype=self.param_dtype, device=t.device, requires_grad=False) for t in self.params] if momentum else []
     _realize_inplace(self.b)
 
   def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -110,30 +113,28 @@ class LARS(Optimizer):
     return out, bs
 
 def SGD(params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-        classic: bool = False) -> LARS:
+        classic: bool = False, device: str | None = None) -> LARS:
   """Stochastic gradient descent, as torch.optim.SGD (dampening 0): buf = momentum*buf + g (+ wd*w); w -= lr * buf
   (or lr * (g + momentum*buf) with nesterov)."""
-  return LARS(params, lr, momentum, weight_decay, nesterov, classic=classic, pre_wd=True, tcoef=0.0)
+  return LARS(params, lr, momentum, weight_decay, nesterov=nesterov, classic=classic, pre_wd=True, tcoef=0.0, device=device)
 
 def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight_decay: float = 0.1, ns_steps: int = 5,
-         ns_coefficients: tuple[float, ...] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
+         ns_coefficients: tuple[float, ...] = (3.4445, -4.775, 2.0315), nesterov: bool = True, device: str | None = None) -> LARS:
   """Muon (Jordan et al. 2024), as tinygrad 0.14: SGD momentum (nesterov by default), each update orthogonalized by
   ns_steps Newton-Schulz iterations over the parameter viewed as (shape[0], -1), then w -= lr * (update + wd * w)."""
-  opt = LARS(params, lr, momentum, weight_decay, nesterov, classic=False, pre_wd=False, tcoef=0.0)
-  opt.ns_steps, opt.ns_coefficients = ns_steps, tuple(ns_coefficients)
-  return opt
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device)
 
 class LAMB(Optimizer):
   """LAMB (You et al. 2019): Adam's bias-corrected step plus weight decay, scaled per tensor by |w| / |step|.
   With adam=True the scaling is off: that is Adam (weight_decay=0) or AdamW (decoupled weight decay)."""
   def __init__(self, params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, weight_decay: float = 0.0,
-               adam: bool = False):
-    super().__init__(params, lr)
+               adam: bool = False, device: str | None = None):
+    super().__init__(params, lr, device)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     # b1^t and b2^t, kept on the device so a replayed step advances them
     self.b1_t, self.b2_t = (Tensor.ones(1, dtype=dtypes.float32, device=self.device, requires_grad=False) for _ in range(2))
-    self.m = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False) for t in self.params]
-    self.v = [Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False) for t in self.params]
+    self.m = [Tensor.zeros(*t.shape, dtype=self.param_dtype, device=t.device, requires_grad=False) for t in self.params]
+    self.v = [Tensor.zeros(*t.shape, dtype=self.param_dtype, device=t.device, requires_grad=False) for t in self.params]
     _realize_inplace([self.b1_t, self.b2_t] + self.m + self.v)
 
   def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -155,13 +156,14 @@ class LAMB(Optimizer):
       out.append((self.lr * r * up).cast(t.dtype))
     return out, [self.b1_t, self.b2_t] + ms + vs
 
-def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> LAMB:
+def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, device: str | None = None) -> LAMB:
   """Adam, as torch.optim.Adam."""
-  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True, device=device)
 
-def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> LAMB:
+def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01,
+          device: str | None = None) -> LAMB:
   """AdamW, as torch.optim.AdamW: w -= lr * (adam_step + weight_decay * w)."""
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device)
 
 # *** learning rates: plain code that writes opt.lr ***
 

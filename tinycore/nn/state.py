@@ -7,7 +7,7 @@
 - torch_load: a `.pt` / `.pth` file written by torch.save, read without torch and without running pickled code: a
   restricted unpickler only accepts the few functions and classes torch uses to rebuild tensors."""
 from __future__ import annotations
-import io, json, os, pathlib, pickle, struct, zipfile
+import io, json, os, pathlib, pickle, struct, tarfile, zipfile
 from collections import OrderedDict
 from typing import Any, Callable
 import numpy as np
@@ -55,10 +55,13 @@ def _put(dst: Tensor, src: Tensor) -> Tensor:
   dst.lazydata = src.contiguous().lazydata
   return dst
 
-def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, realize: bool = True) -> list[str]:
+def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False,
+                    realize: bool = True) -> list[str]:
   """Copy state_dict's tensors into the model's. With strict, keys missing from state_dict or not in the model are an
   error (naming them); shapes must always match, except that a 0-d tensor and a one-element (1,) one load into each other
-  (as tinygrad and torch checkpoints store scalars either way). Returns the model keys that were loaded."""
+  (as tinygrad and torch checkpoints store scalars either way). verbose prints the keys not loaded (strict=False);
+  consume deletes each loaded key from state_dict (freeing the source as it goes, as tinygrad 0.14). Returns the model
+  keys that were loaded."""
   model_sd = get_state_dict(model)
   missing = sorted(k for k in model_sd if k not in state_dict)
   unexpected = sorted(k for k in state_dict if k not in model_sd)
@@ -81,6 +84,7 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
     done.add(id(v))
     src = state_dict[k]
     todo.append(_put(v, src if src.shape == v.shape else src.reshape(v.shape)))
+    if consume: del state_dict[k]
   if realize and todo: Tensor.realize(*todo)
   return loaded
 
@@ -147,6 +151,20 @@ def _safe_entries(header: dict[str, Any], data_len: int, name: str) -> list[tupl
     at = e
   if at != data_len: raise SafetensorsError(f"{name}: the tensors cover {at} bytes of data, the file holds {data_len} (trailing bytes)")
   return out
+
+def _member_tensors(members: list[tuple[str, bytes]]) -> dict[str, Tensor]:
+  return {name: Tensor(np.frombuffer(data, dtype=np.uint8).copy()) for name, data in members}
+
+def tar_extract(t: str | os.PathLike | bytes | Tensor) -> dict[str, Tensor]:
+  """The regular files of a tar archive (a path, its bytes or a uint8 Tensor of them), by member name, as uint8 Tensors
+  of their contents."""
+  with tarfile.open(fileobj=io.BytesIO(_read_bytes(t)), mode="r:*") as tf:
+    return _member_tensors([(m.name, tf.extractfile(m).read()) for m in tf.getmembers() if m.isfile()])  # type: ignore[union-attr]
+
+def zip_extract(t: str | os.PathLike | bytes | Tensor) -> dict[str, Tensor]:
+  """The files of a zip archive (a path, its bytes or a uint8 Tensor of them), by name, as uint8 Tensors of their contents."""
+  with zipfile.ZipFile(io.BytesIO(_read_bytes(t))) as zf:
+    return _member_tensors([(i.filename, zf.read(i)) for i in zf.infolist() if not i.is_dir()])
 
 def safe_load_metadata(fn: str | os.PathLike | bytes) -> tuple[dict[str, Any], dict[str, str]]:
   """(the header's tensor entries, the __metadata__ strings) of a safetensors file, without reading the tensors.
@@ -276,11 +294,12 @@ def _storage_kind(st: Any) -> tuple[np.dtype, bool]:
   if isinstance(st, _TorchDtype): return st.np_dtype, st.name == "bfloat16"
   raise TorchLoadError(f"unsupported storage type {st!r}")
 
-def torch_load(fn: str | os.PathLike | bytes) -> Any:
+def torch_load(t: str | os.PathLike | bytes | Tensor) -> Any:
   """Read a file written by torch.save (the zip format of torch >= 1.6, or the older tar-less legacy format): tensors
-  become Tensors on the default device, containers stay containers. Nothing in the file is executed."""
-  data = _read_bytes(fn)
-  name = str(fn) if isinstance(fn, (str, os.PathLike)) else "<bytes>"
+  become Tensors on the default device, containers stay containers. Nothing in the file is executed. t: a path, the
+  file's bytes, or a uint8 Tensor of them (tinygrad 0.14 takes the Tensor)."""
+  data = _read_bytes(t)
+  name = str(t) if isinstance(t, (str, os.PathLike)) else "<bytes>"
   try:
     if zipfile.is_zipfile(io.BytesIO(data)): return _torch_load_zip(data, name)
     return _torch_load_legacy(data, name)

@@ -143,9 +143,13 @@ class BoundVariable:
   def __eq__(self, o: object) -> bool: return isinstance(o, BoundVariable) and o.var is self.var and o.val == self.val
   def __hash__(self) -> int: return hash((self.var, self.val))
 
-def Variable(name: str, min_val: int, max_val: int) -> UOp:
-  """A symbolic integer for shapes that vary between runs, bounded by [min_val, max_val]."""
-  return UOp.variable(name, min_val, max_val)
+def Variable(name: str, min_val: int, max_val: int, dtype: DType | None = None, multiple_of: int = 1, param: bool = False) -> UOp:
+  """A symbolic integer for shapes that vary between runs, bounded by [min_val, max_val]; dtype an int dtype (default
+  int32, tinycore's index type). tinygrad 0.14's multiple_of and param are accepted at their defaults only."""
+  if multiple_of != 1: raise NotImplementedError(f"Variable {name!r}: multiple_of={multiple_of} is not supported by tinycore (only 1)")
+  if param: raise NotImplementedError(f"Variable {name!r}: param=True (tinygrad's function-parameter variables) is not supported by tinycore")
+  if dtype is not None and not dtypes.is_int(dtype): raise TypeError(f"Variable {name!r}: dtype must be an int dtype, got {dtype}")
+  return UOp.variable(name, min_val, max_val, dtype if dtype is not None else dtypes.int32)
 
 sint = Union[int, UOp]
 
