@@ -13,3 +13,9 @@ class ArgumentError(RuntimeError, ValueError):
 
 class DTypeError(RuntimeError, TypeError):
   """A dtype the op does not take: shifting floats, gathering with a float index."""
+
+class ArgumentTypeError(ArgumentError, TypeError):
+  """An argument value tinygrad 0.14 answers with TypeError (scatter's reduce name): caught as RuntimeError, ValueError or TypeError."""
+
+class DimError(ShapeError, IndexError):
+  """A dim the tensor does not have (tril of a 1-D tensor, bitcast's last dim of a 0-d one): IndexError as tinygrad 0.14, and still a ShapeError."""

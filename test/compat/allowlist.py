@@ -19,6 +19,8 @@ ALLOWED: dict[str, str] = {
           "Tensor.hash", "Tensor.keccak", "Tensor.threefry", "Tensor.random_bits"),
   **_same("Qualcomm IMAGE dtype paths and the HEVC video decoder of tinygrad's accelerator drivers", "Tensor.image_conv2d", "Tensor.image_dot",
           "Tensor.decode_hevc_frame"),
+  **_same("multi-device sharding is issue 16, not offered yet: tinycore has one device per tensor", "Tensor.shard", "Tensor.shard_",
+          "Tensor.shard_like"),
   "Tensor.from_url": "downloads over the network; tinycore does no network I/O (load the file, then Tensor(bytes))",
   "Tensor.realize(do_update_stats)": "tinygrad's switch for its own GlobalCounters bookkeeping; tinycore always counts",
   "Tensor.__delitem__": "tinygrad's only raises TypeError; without it python raises TypeError for `del t[i]` as well",
