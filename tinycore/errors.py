@@ -16,3 +16,9 @@ class DTypeError(RuntimeError, TypeError):
 
 class DataError(ValueError, TypeError):
   """Data a Tensor cannot be made from: ragged nesting (ValueError in tinygrad, numpy and torch) or non-numeric items."""
+
+class ArgumentTypeError(ArgumentError, TypeError):
+  """An argument value tinygrad 0.14 answers with TypeError (scatter's reduce name): caught as RuntimeError, ValueError or TypeError."""
+
+class DimError(ShapeError, IndexError):
+  """A dim the tensor does not have (tril of a 1-D tensor, bitcast's last dim of a 0-d one): IndexError as tinygrad 0.14, and still a ShapeError."""

@@ -15,7 +15,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, from_np_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import argfix, prod, all_int, make_tuple, flatten, ceildiv, TRAINING
 from tinycore.lazy import LazyBuffer, merge_var_vals
-from tinycore.errors import ShapeError, ArgumentError, DTypeError, DataError
+from tinycore.errors import ShapeError, ArgumentError, ArgumentTypeError, DimError, DTypeError, DataError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -802,6 +802,7 @@ class Tensor(metaclass=_TensorType):
       ell = [f"__e{i}" for i in range(n)]
       lhs = flatten([[[e] for e in ell] if g == ["..."] else [g] for g in lhs])
       rhs = flatten([[[e] for e in ell] if g == ["..."] else [g] for g in rhs])
+    lhs, rhs = ([[n for n in g if n != "1"] for g in side] for side in (lhs, rhs))  # a "1" is a unit axis: dropped on the left, added on the right
     if len(lhs) != self.ndim: raise ValueError(f"rearrange {formula!r} has {len(lhs)} input dims, the tensor has shape {self.shape}")
     known: dict[str, int] = dict(sizes)
     for g, s in zip(lhs, self.shape):
@@ -903,19 +904,21 @@ class Tensor(metaclass=_TensorType):
     d = self._resolve_dim(dim)
     if size < 0 or step <= 0: raise ShapeError(f"unfold needs size >= 0 and step > 0, got size={size} step={step}")
     if size > self.shape[d]: raise ShapeError(f"unfold size {size} is larger than the size {self.shape[d]} of dim {d}")
-    if size == 0:
-      count = (self.shape[d] - size) // step + 1
-      return Tensor.zeros(*self.shape[:d], count, *self.shape[d + 1:], 0, dtype=self.dtype, device=self.device)
+    if size == 0:  # shrunk from self, not fresh zeros, so the (empty) graph still leads back to self and backward() gives it a zero .grad
+      count = self.shape[d] // step + 1
+      x = self.unsqueeze(-1).shrink(tuple([None] * self.ndim) + ((0, 0),))
+      return x.pad(tuple(None if i != d else (0, max(0, count - self.shape[d])) for i in range(x.ndim))) \
+        .shrink(tuple(None if i != d else (0, count) for i in range(x.ndim)))
     x = self.transpose(d, -1) if d != self.ndim - 1 else self
     w = x._windows((size,), step)  # (..., o, size)
     return w.transpose(d, -2) if d != self.ndim - 1 else w
   def tril(self, diagonal: int = 0) -> Tensor:
     """Keep the lower triangle of the last two dims (j <= i + diagonal), zero elsewhere."""
-    if self.ndim < 2: raise ShapeError(f"tril needs at least 2 dims, got shape {self.shape}")
+    if self.ndim < 2: raise DimError(f"tril needs at least 2 dims, got shape {self.shape}")
     return self._tri_mask(diagonal, lower=True).where(self, self.zeros_like())
   def triu(self, diagonal: int = 0) -> Tensor:
     """Keep the upper triangle of the last two dims (j >= i + diagonal), zero elsewhere."""
-    if self.ndim < 2: raise ShapeError(f"triu needs at least 2 dims, got shape {self.shape}")
+    if self.ndim < 2: raise DimError(f"triu needs at least 2 dims, got shape {self.shape}")
     return self._tri_mask(diagonal, lower=False).where(self, self.zeros_like())
   def _tri_mask(self, diagonal: int, lower: bool) -> Tensor:
     r, c = self.shape[-2], self.shape[-1]
@@ -934,7 +937,7 @@ class Tensor(metaclass=_TensorType):
     r, c = self.shape[-2], self.shape[-1]
     n = min(r, c)
     lead = self.shape[:-2]
-    if n == 0: return Tensor.zeros(*lead, 0, dtype=self.dtype, device=self.device)
+    if n == 0: return self.shrink(tuple([None] * len(lead)) + ((0, 0), (0, 0))).reshape(*lead, 0)  # still in self's graph
     # the diagonal of an n x n block is every (n+1)th element of its flattening
     x = self.shrink(tuple([None] * len(lead)) + ((0, n), (0, n))).reshape(*lead, n * n)
     x = x.pad(tuple([None] * len(lead)) + ((0, n),)).reshape(*lead, n, n + 1)
@@ -943,7 +946,7 @@ class Tensor(metaclass=_TensorType):
     """A 1-D tensor becomes a diagonal matrix; a 2-D tensor gives its diagonal."""
     if self.ndim == 1:
       n = self.shape[0]
-      if n == 0: return Tensor.zeros(0, 0, dtype=self.dtype, device=self.device)
+      if n == 0: return self.reshape(0, 1).shrink(((0, 0), (0, 0)))  # still in self's graph: backward() gives self a zero .grad
       return self.unsqueeze(-1).pad(((0, 0), (0, n))).flatten().shrink(((0, n * n),)).reshape(n, n)
     if self.ndim == 2: return self.diagonal()
     raise ValueError(f"diag needs a 1-D or 2-D tensor, got shape {self.shape}")
@@ -1188,7 +1191,7 @@ class Tensor(metaclass=_TensorType):
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
     to a position wins), 'add' or 'multiply'."""
-    if reduce not in (None, "add", "multiply"): raise ArgumentError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce not in (None, "add", "multiply"): raise ArgumentTypeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
     d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter")
     hit = onehot.any(-2)
     if reduce == "add": return self._scatter_finish(d, onehot.where(src, 0).sum(-2, dtype=self.dtype) + self._dim_last(d, pad), hit, pad)
@@ -1306,7 +1309,7 @@ class Tensor(metaclass=_TensorType):
     if dt == dtypes.bool or self.dtype == dtypes.bool: raise TypeError(f"cannot bitcast between {self.dtype} and {dt}")
     uint = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
     a, b = self.dtype.itemsize, dt.itemsize
-    if self.ndim == 0: raise ValueError(f"bitcast from {self.dtype} to {dt} needs at least one dim")
+    if self.ndim == 0: raise DimError(f"bitcast from {self.dtype} to {dt} needs at least one dim")  # as tinygrad 0.14: there is no last dim
     x = self if self.dtype == uint[a] else F.Cast.apply(self, dtype=uint[a], bitcast=True)
     if a > b:  # split each element into a//b pieces
       parts = [((x >> (8 * b * k)) & (2 ** (8 * b) - 1)).cast(uint[b]) for k in range(a // b)]
@@ -1723,6 +1726,7 @@ class Tensor(metaclass=_TensorType):
     return (self > t).where(t + 1, t)
   def round(self) -> Tensor:
     """Round half to even, as torch and numpy; zero gradient."""
+    if self.dtype == dtypes.bool: return self.cast(dtypes.default_float)  # as tinygrad 0.14 (torch has no round of bool)
     if not dtypes.is_float(self.dtype): return self
     f = self.floor()
     d = self.detach() - f
@@ -1877,8 +1881,9 @@ class Tensor(metaclass=_TensorType):
     if isinstance(n, UOp): return sq / self._symbolic_count((n - correction).maximum(0), sq)  # n - correction <= 0: inf or NaN
     return sq / max(0, n - correction) if n - correction > 0 else sq * math.inf if n else sq * math.nan
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    """Standard deviation over axis."""
-    return self.var(axis, keepdim, correction).sqrt()
+    """Standard deviation over axis; where it is 0 its gradient is 0 (as torch and tinygrad 0.14), not sqrt's inf * 0 = NaN."""
+    v = self.var(axis, keepdim, correction)
+    return (v == 0).detach().where(0, v).sqrt()
   def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
     """(var, mean) over axis."""
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
@@ -2031,8 +2036,9 @@ class Tensor(metaclass=_TensorType):
     neg = self.logical_not() if self.dtype == dtypes.bool else ~self if dtypes.is_int(self.dtype) else -self
     v, i = neg.cummax(axis)
     return (v.logical_not() if self.dtype == dtypes.bool else ~v if dtypes.is_int(self.dtype) else -v), i
-  def logcumsumexp(self, axis: int = 0) -> Tensor:
-    """log(cumsum(exp(self))) along axis, computed stably (O(n^2) work along the axis)."""
+  def logcumsumexp(self, axis: int | None = 0) -> Tensor:
+    """log(cumsum(exp(self))) along axis, computed stably (O(n^2) work along the axis); axis None: over the flattened tensor."""
+    if axis is None: return self.flatten().logcumsumexp(0).reshape(self.shape if self.ndim == 0 else (-1,))
     x, back = self._to_last(axis)
     x = x._float()
     n = x.shape[-1]
