@@ -17,7 +17,7 @@ from typing import Any, Callable
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBS = ("tinycore", "torch", "numpy", "tinygrad")
-GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "overhead", "train_mlp", "train_cnn", "coldstart")
+GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "overhead", "train_mlp", "train_cnn", "eager_mlp", "eager_gpt", "coldstart")
 N16M = 16 * 1024 * 1024
 
 # *** measuring ***
@@ -369,6 +369,157 @@ def group_coldstart(lib: Lib) -> dict:
     return {"mlp first step": result(None, note=f"not available yet ({type(e).__name__})")}
   return {"mlp first step": result(t1, unit="s", then_2_3_s=t23)}
 
+# eager training (no TinyJit), as a PyTorch user writes it: every step builds its graph anew and reads its loss
+
+def _eager_mlp_setup(lib: Lib, gathered: bool) -> Callable[[], float]:
+  """An eager MLP step (64-128-10, Adam, batch 128) over a 1024-sample data set: the batch is a slice (X[i:i+128], the
+  8 batches of an epoch in turn) or a gather of random rows (X[idx], a new index tensor each step)."""
+  np = __import__("numpy")
+  rng = np.random.default_rng(0)
+  n, bs = EPOCH * 128, 128
+  X, Y = rng.standard_normal((n, 64), dtype=np.float32), rng.integers(0, 10, n).astype(np.int32)
+  order = iter(range(1 << 62))
+  def batch_idx() -> Any: return rng.integers(0, n, bs).astype(np.int32)
+  if lib.name == "torch":
+    torch = lib.torch
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    topt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tX, tY = torch.from_numpy(X), torch.from_numpy(Y).long()
+    def tstep() -> float:
+      if gathered:
+        idx = torch.from_numpy(batch_idx()).long()
+        x, y = tX[idx], tY[idx]
+      else:
+        s = next(order) * bs % n
+        x, y = tX[s:s + bs], tY[s:s + bs]
+      topt.zero_grad()
+      loss = torch.nn.functional.cross_entropy(model(x), y)
+      loss.backward()
+      topt.step()
+      return loss.item()
+    return tstep
+  Tensor, nnm = lib.Tensor, lib.tc.nn
+  Tensor.manual_seed(0)
+  l1, l2 = nnm.Linear(64, 128), nnm.Linear(128, 10)
+  opt = nnm.optim.Adam(nnm.state.get_parameters([l1, l2]), lr=1e-3)
+  dX, dY = Tensor(X).realize(), Tensor(Y).realize()
+  def step() -> float:
+    if gathered:
+      idx = Tensor(batch_idx())
+      x, y = dX[idx], dY[idx]
+    else:
+      s = next(order) * bs % n
+      x, y = dX[s:s + bs], dY[s:s + bs]
+    with lib.training():
+      opt.zero_grad()
+      loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+      opt.step()
+    return loss.item()
+  return step
+
+EPOCH = 8  # batches in the eager MLP's data set
+
+def group_eager_mlp(lib: Lib) -> dict:
+  """The eager MLP step, timed after one epoch (a slice at a new offset is a new kernel in tinycore and tinygrad: the
+  first epoch compiles EPOCH variants; its time is reported as first_epoch_s)."""
+  out = {}
+  for gathered in (False, True):
+    name = f"eager MLP step 64-128-10 bs128 Adam, {'gathered X[idx]' if gathered else 'sliced'} batch"
+    if lib.name == "numpy": out[name] = result(None, note=NA); continue
+    step = _eager_mlp_setup(lib, gathered)
+    st = time.perf_counter()
+    for _ in range(EPOCH): step()
+    first = time.perf_counter() - st
+    slow = lib.name == "tinygrad"
+    t = lib.timer.median(step, warmup=EPOCH, min_reps=2 * EPOCH, max_reps=5 * EPOCH if slow else 50 * EPOCH)
+    out[name] = result(t, None, "ms", first_epoch_s=first)
+  return out
+
+GPT = {"vocab": 1024, "d": 256, "heads": 4, "blocks": 2, "T": 128, "bs": 8}
+
+def _gpt_torch(lib: Lib, cfg: dict) -> Callable[[Any, Any], Any]:
+  """A GPT (pre-norm blocks, causal attention, GELU MLP, tied embedding), its loss as a function of tokens and targets."""
+  torch = lib.torch
+  nn, F = torch.nn, torch.nn.functional
+  torch.manual_seed(0)
+  d, h, T, V = cfg["d"], cfg["heads"], cfg["T"], cfg["vocab"]
+  wte, wpe = nn.Embedding(V, d), nn.Embedding(T, d)
+  blocks = [dict(ln1=nn.LayerNorm(d), qkv=nn.Linear(d, 3 * d), proj=nn.Linear(d, d), ln2=nn.LayerNorm(d), fc=nn.Linear(d, 4 * d),
+                 fc2=nn.Linear(4 * d, d)) for _ in range(cfg["blocks"])]
+  lnf = nn.LayerNorm(d)
+  mods = nn.ModuleList([wte, wpe, lnf] + [m for b in blocks for m in b.values()])
+  def loss(tok: Any, tgt: Any) -> Any:
+    B = tok.shape[0]
+    x = wte(tok) + wpe.weight
+    for b in blocks:
+      q, k, v = b["qkv"](b["ln1"](x)).split(d, dim=-1)
+      q, k, v = (z.reshape(B, T, h, d // h).transpose(1, 2) for z in (q, k, v))
+      a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, d)
+      x = x + b["proj"](a)
+      x = x + b["fc2"](F.gelu(b["fc"](b["ln2"](x)), approximate="tanh"))
+    return F.cross_entropy((lnf(x) @ wte.weight.T).reshape(-1, V), tgt.reshape(-1))
+  loss.params = list(mods.parameters())  # type: ignore[attr-defined]
+  return loss
+
+def _gpt_tensor(lib: Lib, cfg: dict) -> Callable[[Any, Any], Any]:
+  """The same GPT in tinycore / tinygrad (one API)."""
+  Tensor, nn = lib.Tensor, lib.tc.nn
+  Tensor.manual_seed(0)
+  d, h, T, V = cfg["d"], cfg["heads"], cfg["T"], cfg["vocab"]
+  wte, wpe = nn.Embedding(V, d), nn.Embedding(T, d)
+  blocks = [dict(ln1=nn.LayerNorm(d), qkv=nn.Linear(d, 3 * d), proj=nn.Linear(d, d), ln2=nn.LayerNorm(d), fc=nn.Linear(d, 4 * d),
+                 fc2=nn.Linear(4 * d, d)) for _ in range(cfg["blocks"])]
+  lnf = nn.LayerNorm(d)
+  def loss(tok: Any, tgt: Any) -> Any:
+    B = tok.shape[0]
+    x = wte(tok) + wpe.weight
+    for b in blocks:
+      q, k, v = b["qkv"](b["ln1"](x)).split(d, dim=-1)
+      q, k, v = (z.reshape(B, T, h, d // h).transpose(1, 2) for z in (q, k, v))
+      a = q.scaled_dot_product_attention(k, v, is_causal=True).transpose(1, 2).reshape(B, T, d)
+      x = x + b["proj"](a)
+      x = x + b["fc2"](_gelu_tensor(b["fc"](b["ln2"](x))))
+    return (lnf(x) @ wte.weight.T).reshape(-1, V).sparse_categorical_crossentropy(tgt.reshape(-1))
+  loss.params = nn.state.get_parameters([wte, wpe, lnf] + [m for b in blocks for m in b.values()])  # type: ignore[attr-defined]
+  return loss
+
+def group_eager_gpt(lib: Lib) -> dict:
+  """A small GPT training step without TinyJit (AdamW, a new random batch of tokens each step)."""
+  cfg = GPT
+  name = f"eager GPT step v{cfg['vocab']} d{cfg['d']} h{cfg['heads']} L{cfg['blocks']} T{cfg['T']} bs{cfg['bs']} AdamW"
+  if lib.name == "numpy": return {name: result(None, note=NA)}
+  np = __import__("numpy")
+  rng = np.random.default_rng(0)
+  def tokens() -> Any: return rng.integers(0, cfg["vocab"], (cfg["bs"], cfg["T"] + 1)).astype(np.int32)
+  if lib.name == "torch":
+    torch = lib.torch
+    lossf = _gpt_torch(lib, cfg)
+    opt = torch.optim.AdamW(lossf.params, lr=1e-3)  # type: ignore[attr-defined]
+    def step() -> float:
+      tok = torch.from_numpy(tokens()).long()
+      opt.zero_grad()
+      loss = lossf(tok[:, :-1], tok[:, 1:])
+      loss.backward()
+      opt.step()
+      return loss.item()
+  else:
+    lossf = _gpt_tensor(lib, cfg)
+    opt = lib.tc.nn.optim.AdamW(lossf.params, lr=1e-3)  # type: ignore[attr-defined]
+    def step() -> float:
+      tok = lib.Tensor(tokens())
+      with lib.training():
+        opt.zero_grad()
+        loss = lossf(tok[:, :-1], tok[:, 1:]).backward()
+        opt.step()
+      return loss.item()
+  st = time.perf_counter()
+  first_loss = step()
+  first = time.perf_counter() - st
+  slow = lib.name == "tinygrad"
+  t = lib.timer.median(step, warmup=1 if slow else 3, min_reps=3 if slow else 5, max_reps=10 if slow else 30, budget_s=10.0)
+  return {name: result(t, None, "ms", first_step_s=first, first_loss=first_loss)}
+
 # *** worker / driver ***
 
 def worker(lib_name: str, group: str, quick: bool) -> None:
@@ -482,14 +633,14 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
                    f"{r['peak_mb']:.0f} MB | {r['loss']:.3f} |")
   checks = targets(raw)
   if checks:
-    lines += ["", "## Targets (issue 6), from this run", "", "| target | measured | met |", "|---|---|---|"]
+    lines += ["", "## Targets (issues 6 and 20), from this run", "", "| target | measured | met |", "|---|---|---|"]
     lines += [f"| {name} | {measured} | {'yes' if ok else '**no**'} |" for name, measured, ok in checks]
     lines.append(f"\n{sum(ok for _, _, ok in checks)} of {len(checks)} met.")
   if errors: lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
   return "\n".join(lines) + "\n"
 
 def targets(raw: dict) -> list[tuple[str, str, bool]]:
-  """Issue 6's targets, checked against the peers and machine limits measured in the same run."""
+  """Issue 6's and 20's targets, checked against the peers and machine limits measured in the same run."""
   tc, torch, tg = raw.get("tinycore", {}), raw.get("torch", {}), raw.get("tinygrad", {})
   out: list[tuple[str, str, bool]] = []
   def t(lib: dict, case: str) -> float | None: return (lib.get(case) or {}).get("t")
@@ -499,6 +650,8 @@ def targets(raw: dict) -> list[tuple[str, str, bool]]:
   for case, x in (("gelu(a*b+c) 16M", 3), ("softmax 4096x4096", 1.5), ("train step MLP bs128 Adam", 1), ("train step CNN bs128 Adam", 1),
                   ("matmul 2048", 0.6), ("conv2d resnet (32,64,56,56)", 0.6), ("conv2d seed (16,3,64,64)", 0.5)):
     vs(case, torch, "torch", x)
+  for case in tc:  # issue 20: an eager training step within 5x of torch eager
+    if case.startswith("eager MLP"): vs(case, torch, "torch", 0.2)
   copy = (raw.get("numpy", {}).get("copy 256MB") or {}).get("metric")
   for case in ("(a*b+c).relu() 16M", "sum 16M"):
     m = (tc.get(case) or {}).get("metric")

@@ -109,6 +109,25 @@ def test_assigns_reading_each_others_old_values(device):
   np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-6)
   np.testing.assert_allclose(c.numpy(), want_b - want_a, rtol=1e-5, atol=1e-6)
 
+def test_an_assign_realizes_only_the_old_values_read_later(device):
+  # a = w*3 fuses into the assign and is read by b outside it: a is computed into a buffer first; b and c, which read
+  # only a, stay lazy (they read that buffer later), and a second look finds nothing more to realize early
+  from tinycore.engine.schedule import _graph, _overwritten_readers
+  wn = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+  w = Tensor(wn).realize()
+  a = w * 3
+  b = (a + 1).exp()
+  c = b.sum(1)
+  w.assign(a * 2)
+  outs = [w.lazydata]
+  early = _overwritten_readers(_graph(outs), outs)
+  assert early == [a.lazydata.base], "only the fused value with a reader outside is realized early"
+  assert _overwritten_readers(_graph(outs + early), outs + early) == []
+  w.realize()
+  assert not b.lazydata.is_realized() and not c.lazydata.is_realized()
+  np.testing.assert_allclose(c.numpy(), np.exp(wn * 3 + 1).sum(1), rtol=1e-5)
+  np.testing.assert_allclose(w.numpy(), wn * 6, rtol=1e-6)
+
 def test_sgd_over_parameters_with_mutual_gradients(device):
   # d/da depends on b and d/db on a, elementwise: both updates fuse with reads of the other parameter's old value
   torch = pytest.importorskip("torch")

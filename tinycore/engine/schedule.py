@@ -227,12 +227,16 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
 
 def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
+  return _schedule_with_vars(outs, True)
+
+def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   key, graph, leaves, var_vals, consts, assigns = _structure(outs)
-  if assigns and (early := _overwritten_readers(graph, outs)): return create_schedule_with_vars(outs + early)
+  # (one pass of _overwritten_readers finds every value to realize early: the graph with them needs no second look)
+  if assigns and check_readers and (early := _overwritten_readers(graph, outs)): return _schedule_with_vars(outs + early, False)
   cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
   if type(cached) is _OwnValues:
     for i in cached: _own_value(graph[i])
-    return create_schedule_with_vars(outs)
+    return _schedule_with_vars(outs, False)
   if cached is not None:
     lbs = (graph, leaves)
     sched = [ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]), tuple([lbs[r][j] for r, j in i]))
@@ -243,7 +247,7 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
     if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
       raise RuntimeError("cycle in the schedule: kernels wait on each other (an assign reads its own target through another view?)") from None
     _sched_cache[key] = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
-    return create_schedule_with_vars(outs)
+    return _schedule_with_vars(outs, False)
   if GRAPH.value or DEBUG.value >= 5: return sched, var_vals
   refs: dict[int, tuple[int, int]] = {}
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
@@ -267,28 +271,31 @@ def _own_value(a: LazyBuffer) -> bool:
 
 def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> list[LazyBuffer]:
   """What must be realized now because an assign of this graph overwrites a buffer it was written against (a loss
-  computed before `opt.step()` and read after it): lazy ops outside the graph that read the old value, directly or
-  through ops of the graph that would otherwise fuse away. Ops that read the assign's result come after it anyway."""
+  computed before `opt.step()` and read after it): the lazy ops outside the graph that read the old value, and the
+  ops of the graph that read it, would fuse away, and have readers outside. Ops that read the assign's result come
+  after it anyway, and what reads a value that this schedule keeps as a buffer (an output, a forced realize, one of
+  these) reads that buffer later: their readers are not followed. One pass finds them all: the schedule of outs plus
+  these finds nothing more (see test_schedule_cache.py)."""
   assigns = [b for b in graph if b.op is ASSIGN]
   if not assigns: return []
   inside = set(graph)
   after = set(assigns)  # graph ops that depend on an assign (the graph lists sources first)
   for b in graph:
     if b not in after and any(s.base in after for s in b.srcs): after.add(b)
+  kept = {o.base for o in outs}  # values that this schedule writes into buffers of their own
   early: dict[LazyBuffer, None] = {}
   seen: set[LazyBuffer] = set()
   todo = [r for a in assigns for r in pending_readers(a.buffer)]
   while todo:
     if (r := todo.pop()) in seen or r in after: continue
     seen.add(r)
-    if r not in inside:
+    if r not in inside:  # (only a direct reader of an overwritten buffer gets here)
       if not any(x in after for x in _graph([r])): early[r] = None
-      continue
-    readers = pending_readers(r.buffer)
-    if any(x not in inside for x in readers): early[r] = None  # r's value must outlive this schedule as a buffer
-    todo += readers
-  realized = {o.base for o in outs}
-  return [r for r in early if r.op is not Ops.BUFFER and r not in realized and not (r in inside and r.forced_realize)]
+    elif r not in kept and not r.forced_realize:
+      readers = pending_readers(r.buffer)
+      if any(x not in inside for x in readers): early[r] = None  # r's value must outlive this schedule as a buffer
+      else: todo += readers
+  return [r for r in early if r.op is not BUFFER]
 
 def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   graph = _graph(outs)
