@@ -6,10 +6,12 @@ The learning rate is a one-element Tensor (`opt.lr`): assign a new value to it (
 and a captured step picks it up; a Python float would be baked into the kernels."""
 from __future__ import annotations
 import math
-from typing import Callable
+from typing import Any, Callable
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from tinycore.helpers import dedup, getenv, TRAINING
+from tinycore.lazy import LazyBuffer
+from tinycore.ops import Ops
 
 def _realize_inplace(ts: list[Tensor]) -> None:
   """Make each tensor a realized contiguous buffer of its own, so later assigns write into it in place."""
@@ -20,6 +22,15 @@ def _realize_inplace(ts: list[Tensor]) -> None:
       t.lazydata = lb.contiguous()
       todo.append(t)
   if todo: Tensor.realize(*todo)
+
+def _like(x: float | Tensor, t: Tensor) -> Tensor:
+  """x (a python number, or a one-element tensor such as `opt.lr`) broadcast to t's shape in t's dtype, made on the
+  lazy graph directly. An update is built under no_grad from tensors of one shape: this replaces the Tensor-level
+  broadcast of every scalar operand (a constant, a reshape and an expand through Function.apply, most of the Python
+  of an eager optimizer step before). The arithmetic is the same."""
+  lb = t.lazydata
+  if isinstance(x, Tensor): return Tensor(x.lazydata.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape), requires_grad=False)
+  return Tensor(lb.const(x), requires_grad=False)
 
 def _is_param(t: Tensor) -> bool: return t.is_param and t.requires_grad is not False and dtypes.is_float(t.dtype)
 
@@ -40,6 +51,7 @@ class Optimizer:
     # lr lives on the device, in at least float32, so that changing it needs no recompile
     self.lr = Tensor([lr], device=self.device, dtype=least_upper_dtype(dtypes.default_float, dtypes.float32), requires_grad=False)
     _realize_inplace(self.params + self.buffers + [self.lr])
+    self._kept: dict[tuple, tuple[Any, LazyBuffer]] = {}  # see _const
 
   def zero_grad(self) -> None:
     for p in self.params: p.grad = None
@@ -64,6 +76,16 @@ class Optimizer:
   def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """Per parameter the amount to subtract, and the state tensors that were assigned."""
     raise NotImplementedError
+
+  def _const(self, x: float | Tensor, t: Tensor) -> Tensor:
+    """_like(x, t) for a hyperparameter (a python number, or `self.lr`), kept from step to step: its lazy nodes never
+    change, and a lifted constant's one-element buffer is then allocated and written once, not on every step. The
+    learning rate's is made again when `lr` was assigned (its lazy node is then another one)."""
+    src = x.lazydata if isinstance(x, Tensor) else x
+    key = (id(x) if isinstance(x, Tensor) else x, t.lazydata.dtype, t.lazydata.shape, t.device)
+    if (hit := self._kept.get(key)) is None or hit[0] is not src or hit[1].base.op not in (Ops.CONST, Ops.BUFFER):
+      self._kept[key] = hit = (src, _like(x, t).lazydata)
+    return Tensor(hit[1], requires_grad=False)
 
   def _state_for(self, params: list[Tensor], store: list[Tensor]) -> list[Tensor]:
     idx = {id(p): i for i, p in enumerate(self.params)}
@@ -97,20 +119,22 @@ class LARS(Optimizer):
     out, bs = [], self._state_for(params, self.b) if self.momentum else []
     for i, (t, g) in enumerate(zip(params, grads)):
       g = g.cast(t.dtype) if g.dtype != t.dtype else g
-      r: Tensor | float = 1.0
+      r: Tensor | None = None  # the trust ratio (none: 1)
       if self.tcoef != 0:
         r1, r2 = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
         r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
-      if self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
-      if self.classic: g = g * r * self.lr  # classic momentum accumulates the lr-scaled step
+      if self.pre_wd and self.wd > 0: g = g + self._const(self.wd, g) * t.detach()
+      if self.classic: g = self._scaled(g, r)  # classic momentum accumulates the lr-scaled step
       if self.momentum:
-        bs[i].assign(self.momentum * bs[i] + g)  # zero on the first step, so no special case
-        g = (g + self.momentum * bs[i]) if self.nesterov else bs[i]
+        bs[i].assign(self._const(self.momentum, bs[i]) * bs[i] + g)  # zero on the first step, so no special case
+        g = (g + self._const(self.momentum, bs[i]) * bs[i]) if self.nesterov else bs[i]
       if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
-      if not self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
-      if not self.classic: g = g * r * self.lr
+      if not self.pre_wd and self.wd > 0: g = g + self._const(self.wd, g) * t.detach()
+      if not self.classic: g = self._scaled(g, r)
       out.append(g.cast(t.dtype))
     return out, bs
+
+  def _scaled(self, g: Tensor, r: Tensor | None) -> Tensor: return (g if r is None else g * _like(r, g)) * self._const(self.lr, g)
 
 def SGD(params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
         classic: bool = False, device: str | None = None) -> LARS:
@@ -141,19 +165,21 @@ class LAMB(Optimizer):
     self.b1_t.assign(self.b1_t * self.b1)
     self.b2_t.assign(self.b2_t * self.b2)
     ms, vs = self._state_for(params, self.m), self._state_for(params, self.v)
+    # the bias corrections' divisors, once for all parameters (x / y is x * (1/y))
+    c1, c2 = (1.0 - self.b1_t).reciprocal(), (1.0 - self.b2_t).reciprocal()
     out = []
     for t, g, m, v in zip(params, grads, ms, vs):
       g = g.float()
-      m.assign(self.b1 * m + (1.0 - self.b1) * g)
-      v.assign(self.b2 * v + (1.0 - self.b2) * (g * g))
-      m_hat, v_hat = m / (1.0 - self.b1_t), v / (1.0 - self.b2_t)
-      up = m_hat / (v_hat.sqrt() + self.eps)
-      if self.wd: up = up + self.wd * t.detach().float()
-      r: Tensor | float = 1.0
-      if not self.adam:
+      m.assign(self._const(self.b1, m) * m + self._const(1.0 - self.b1, g) * g)
+      v.assign(self._const(self.b2, v) * v + self._const(1.0 - self.b2, g) * (g * g))
+      m_hat, v_hat = m * _like(c1, m), v * _like(c2, v)
+      up = m_hat / (v_hat.sqrt() + self._const(self.eps, v_hat))
+      if self.wd: up = up + self._const(self.wd, up) * t.detach().float()
+      if self.adam: lr = self._const(self.lr, up)
+      else:
         r1, r2 = t.detach().float().square().sum().sqrt(), up.square().sum().sqrt()
-        r = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
-      out.append((self.lr * r * up).cast(t.dtype))
+        lr = _like(self.lr * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0), up)
+      out.append((lr * up).cast(t.dtype))
     return out, [self.b1_t, self.b2_t] + ms + vs
 
 def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, device: str | None = None) -> LAMB:
