@@ -208,7 +208,9 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
     for s in b.srcs:
       sb = s._base or s
       if s.var_vals: bound.append(s.var_vals)
-      srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st))
+      # (a tracker by its views: Views are made through a cache, so equal keys mostly compare by identity, and hashing
+      # skips a level of dataclass __hash__ calls)
+      srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st.views))
     # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
     if (op := b.op) is CONST: consts = True
     elif op is ASSIGN: assigns = True
@@ -232,7 +234,11 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
 def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   key, graph, leaves, var_vals, consts, assigns = _structure(outs)
   # (one pass of _overwritten_readers finds every value to realize early: the graph with them needs no second look)
-  if assigns and check_readers and (early := _overwritten_readers(graph, outs)): return _schedule_with_vars(outs + early, False)
+  if assigns and check_readers and (early := _overwritten_readers(graph, outs)):
+    inside = set(graph)
+    if not all(e in inside for e in early): return _schedule_with_vars(outs + early, False)
+    # values of this graph only (the common case): the graph and its description stay; only the outputs grow
+    outs, key = outs + early, (key[0], key[1], key[2] + tuple((0, graph.index(e)) for e in early))
   cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
   if type(cached) is _OwnValues:
     for i in cached: _own_value(graph[i])
