@@ -114,6 +114,7 @@ def _check_shape(shape: tuple, what: str = "shape") -> tuple:
 
 def _shape_arg(*shape: Any) -> tuple[int, ...]: return _check_shape(argfix(*shape))
 
+_FLOATS = frozenset(dtypes.floats)
 _iota_cache: dict[tuple[int, str, DType], LazyBuffer] = {}
 
 def _check_differentiable(t: Tensor) -> None:
@@ -1558,7 +1559,20 @@ class Tensor(metaclass=_TensorType):
       return neg.where((base == 1).where(1, (base == -1).where(((exponent & 1) != 0).where(-1, 1), 0)), acc).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): base, exponent = base.float(), exponent.float()
-    return F.Pow.apply(base, exponent)
+    return F.Pow.apply(base, exponent, value=Tensor._pow_value(base, exponent))
+  @staticmethod
+  def _pow_value(base: Tensor, exponent: Tensor) -> LazyBuffer:
+    """C's pow on the edge values (see function.Pow), composed of elementwise ops outside the graph."""
+    b, e = Tensor(base.lazydata, requires_grad=False), Tensor(exponent.lazydata, requires_grad=False)
+    mag = (e * b.abs().log2()).exp2()  # |b| ** e
+    int_e = e == e.trunc()
+    odd = int_e & (e.abs().fmod(2) == 1)
+    out = (b < 0).where((int_e | b.isinf()).where(odd.where(-mag, mag), math.nan), mag)
+    # log2 of 0 and 1 need not be exact on every backend: those bases are spelled out (-0.0 to an odd power keeps its sign)
+    z = (e < 0).where(math.inf, (e > 0).where(0.0, out))
+    out = (b == 0).where((odd & b._signbit()).where(-z, z), out)
+    one = (e == 0) | (b == 1) | ((b.abs() == 1) & e.isinf())
+    return one.where(1.0, out).cast(base.dtype).lazydata
 
   __add__ = add
   def __radd__(self, x: Any) -> Tensor: return self.add(x, True)
@@ -2549,6 +2563,29 @@ class Tensor(metaclass=_TensorType):
     Optimizer realizes along with each step but does not update (as tinygrad's BatchNorm running statistics)."""
     self.is_param = is_param
     return self
+  @classmethod
+  def _apply(cls, fxn: type[F.Function], *x: Tensor, **kwargs: Any) -> Tensor:
+    """fxn's forward on the inputs' LazyBuffers, wrapped in a Tensor that records fxn by the rules of function.py
+    (Function.apply comes here)."""
+    ctx = fxn.__new__(fxn)
+    ret = cls.__new__(cls)
+    ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
+    ret.grad, ret.is_param, ret._ctx = None, True, None
+    if not fxn.differentiable or cls.no_grad or lb.dtype not in _FLOATS:
+      ret._rg = None
+      return ret
+    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
+    if True in needs:
+      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
+      ret._rg = True if any(t._rg for t in x) else None
+    else: ret._rg = False  # computed from detached tensors only: detached too
+    return ret
+  @classmethod
+  def _output_of(cls, ctx: F.Function) -> Tensor:
+    """ctx's output (ctx.ret) as a Tensor recorded with ctx (Function.out comes here)."""
+    ret = cls.__new__(cls)
+    ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = ctx.ret, None, True, None, None if cls.no_grad else ctx
+    return ret
   def _deepwalk(self) -> list[Tensor]:
     """The recorded tensors self depends on (self included when recorded), each after all of its parents."""
     order: list[Tensor] = []
