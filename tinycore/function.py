@@ -18,7 +18,6 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
-from tinycore.uop.uop import UOp
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 class Function:
@@ -66,13 +65,6 @@ class ContiguousBackward(Function):
 class Cast(Function):
   def forward(self, x: LazyBuffer, dtype: Any, bitcast: bool = False) -> LazyBuffer:
     self.input_dtype, self.bitcast = x.dtype, bitcast
-    if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views) \
-       and not isinstance(x.const_value(), UOp):
-      # LazyBuffer.cast folds a const view into a fresh const and drops the padding mask (core bug): keep the view
-      val = x.const_value()
-      arg = dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val
-      base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=arg)
-      return LazyBuffer(x.device, x.st, dtype, base=base)
     return x.cast(dtype, bitcast)
   def backward(self, grad: Tensor) -> Tensor | None:
     # reinterpreted bits have no derivative: the gradient stops there (as a cast through an integer dtype does)
@@ -159,25 +151,11 @@ class Sign(Function):
   def backward(self, grad: Tensor) -> Tensor: return _const(grad, 0)
 
 # *** binary ***
-class Less(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPLT, y)
-
-class Neq(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPNE, y)
-
-class BitwiseOp(Function):
+class BinaryNoGrad(Function):
+  """A binary op whose result is piecewise constant or an integer, so it has no gradient: the comparisons (CMPLT,
+  CMPNE), integer division and modulo (IDIV, MOD) and the bitwise ops."""
   differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer, op: Ops) -> LazyBuffer: return x.alu(op, y)
-
-class IDiv(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.IDIV, y)
-
-class Mod(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MOD, y)
 
 class Add(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.ADD, y)

@@ -1379,7 +1379,7 @@ class Tensor(metaclass=_TensorType):
     """Integer division truncating toward zero (C semantics)."""
     a, b = self._broadcasted(x, reverse)
     if not dtypes.is_int(a.dtype): raise TypeError(f"idiv needs integer tensors, got {a.dtype}")
-    return F.IDiv.apply(a, b)
+    return F.BinaryNoGrad.apply(a, b, op=Ops.IDIV)
   def __floordiv__(self, x: Any) -> Tensor: return self._floordiv(x)
   def __rfloordiv__(self, x: Any) -> Tensor: return self._floordiv(x, True)
   def _floordiv(self, x: Any, reverse: bool = False) -> Tensor:
@@ -1395,13 +1395,13 @@ class Tensor(metaclass=_TensorType):
       q = a / b
       return (b == 0).where(q, (div == 0).where(q * 0, fl))  # a zero quotient keeps the sign of a / b
     if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
-    q = F.IDiv.apply(a, b)
+    q = F.BinaryNoGrad.apply(a, b, op=Ops.IDIV)
     # round toward negative infinity: subtract one where the signs differ and there is a remainder
     fix = ((a.mod_c(b) != 0) & ((a < 0) != (b < 0))).cast(q.dtype)
     return q - fix
   def mod_c(self, b: Tensor) -> Tensor:
     """C remainder of integers (sign of the dividend); internal building block."""
-    return F.Mod.apply(self, b)
+    return F.BinaryNoGrad.apply(self, b, op=Ops.MOD)
   def __mod__(self, x: Any) -> Tensor: return self.mod(x)
   def __rmod__(self, x: Any) -> Tensor: return self.mod(x, True)
   def mod(self, x: Any, reverse: bool = False) -> Tensor:
@@ -1411,7 +1411,7 @@ class Tensor(metaclass=_TensorType):
       r = a.fmod(b)
       return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
     if a.dtype == dtypes.bool: raise TypeError("modulo of bool tensors is not supported")
-    r = F.Mod.apply(a, b)
+    r = F.BinaryNoGrad.apply(a, b, op=Ops.MOD)
     return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
   remainder = mod
   def fmod(self, x: Any) -> Tensor:
@@ -1419,7 +1419,7 @@ class Tensor(metaclass=_TensorType):
     a, b = self._broadcasted(x)
     if not dtypes.is_float(a.dtype):
       if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors is not supported")
-      return F.Mod.apply(a, b)
+      return F.BinaryNoGrad.apply(a, b, op=Ops.MOD)
     q = (a / b).trunc()
     r = a - q * b
     # the quotient may round across an integer: bring r back into (-|b|, |b|) with self's sign
@@ -1462,15 +1462,15 @@ class Tensor(metaclass=_TensorType):
     if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):
       return self.cast(dtypes.int64 if self.dtype != dtypes.uint64 and -2**63 <= x < 2**63 else dtypes.float64)
     return self
-  def __lt__(self, x: Any) -> Tensor: return F.Less.apply(*self._cmp(x)._broadcasted(x))
-  def __gt__(self, x: Any) -> Tensor: return F.Less.apply(*self._cmp(x)._broadcasted(x, True))
+  def __lt__(self, x: Any) -> Tensor: return F.BinaryNoGrad.apply(*self._cmp(x)._broadcasted(x), op=Ops.CMPLT)
+  def __gt__(self, x: Any) -> Tensor: return F.BinaryNoGrad.apply(*self._cmp(x)._broadcasted(x, True), op=Ops.CMPLT)
   def __ge__(self, x: Any) -> Tensor:
     a, b = self._cmp(x)._broadcasted(x)
-    return F.Less.apply(b, a) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(a, b).logical_not()
+    return F.BinaryNoGrad.apply(b, a, op=Ops.CMPLT) | (a == b) if dtypes.is_float(a.dtype) else F.BinaryNoGrad.apply(a, b, op=Ops.CMPLT).logical_not()
   def __le__(self, x: Any) -> Tensor:
     a, b = self._cmp(x)._broadcasted(x)
-    return F.Less.apply(a, b) | (a == b) if dtypes.is_float(a.dtype) else F.Less.apply(b, a).logical_not()
-  def __ne__(self, x: Any) -> Tensor: return F.Neq.apply(*self._cmp(x)._broadcasted(x))  # type: ignore[override]
+    return F.BinaryNoGrad.apply(a, b, op=Ops.CMPLT) | (a == b) if dtypes.is_float(a.dtype) else F.BinaryNoGrad.apply(b, a, op=Ops.CMPLT).logical_not()
+  def __ne__(self, x: Any) -> Tensor: return F.BinaryNoGrad.apply(*self._cmp(x)._broadcasted(x), op=Ops.CMPNE)  # type: ignore[override]
   def __eq__(self, x: Any) -> Tensor: return (self != x).logical_not()  # type: ignore[override]
   def eq(self, x: Any) -> Tensor:
     """self == x elementwise."""
@@ -1492,7 +1492,7 @@ class Tensor(metaclass=_TensorType):
     return self >= x
   def logical_not(self) -> Tensor:
     """not self (read as bool)."""
-    return F.Neq.apply(*self.cast(dtypes.bool)._broadcasted(True))
+    return F.BinaryNoGrad.apply(*self.cast(dtypes.bool)._broadcasted(True), op=Ops.CMPNE)
   def logical_and(self, x: Any) -> Tensor:
     """self and x (read as bool)."""
     return self.bool() & (x.bool() if isinstance(x, Tensor) else bool(x))
@@ -1506,7 +1506,7 @@ class Tensor(metaclass=_TensorType):
     a, b = self._broadcasted(x, reverse)
     if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise DTypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
     if op in (Ops.SHL, Ops.SHR) and a.dtype == dtypes.bool: raise DTypeError(f"{op.name} needs integer tensors, got bool")
-    return F.BitwiseOp.apply(a, b, op=op)
+    return F.BinaryNoGrad.apply(a, b, op=op)
   def bitwise_and(self, x: Any, reverse: bool = False) -> Tensor:
     """self & x (x & self with reverse) for int or bool tensors."""
     return self._bitwise(x, Ops.AND, reverse)
