@@ -341,8 +341,8 @@ class Tensor(metaclass=_TensorType):
     return self
 
   # *** creation ***
-  @staticmethod
-  def from_blob(ptr: int, shape: tuple[int, ...], **kwargs: Any) -> Tensor:
+  @classmethod
+  def from_blob(cls, ptr: int, shape: tuple[int, ...], **kwargs: Any) -> Tensor:
     """A tensor of `shape` (and `dtype`, default float) read from host memory at address ptr (as from numpy's
     `arr.ctypes.data`). The memory is copied now, so it needs to stay valid only for this call (tinygrad 0.14 aliases it
     on its CPU device: later writes through ptr are not seen here)."""
@@ -352,14 +352,14 @@ class Tensor(metaclass=_TensorType):
     shp = _shape_arg(shape)
     if not all_int(shp): raise ShapeError(f"from_blob needs a concrete shape, got {shape}")
     raw = np.frombuffer(ctypes.string_at(ptr, prod(shp) * dt.itemsize), dtype=to_np_dtype(dt)).reshape(shp)
-    return Tensor(bf16_to_f32(raw) if dt == dtypes.bfloat16 else raw, dtype=dt, **kwargs)
-  @staticmethod
-  def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+    return cls(bf16_to_f32(raw) if dt == dtypes.bfloat16 else raw, dtype=dt, **kwargs)
+  @classmethod
+  def empty(cls, *shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return Tensor(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
-  @staticmethod
-  def full(shape: tuple[sint, ...] | int, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True,
+    return cls(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
+  @classmethod
+  def full(cls, shape: tuple[sint, ...] | int, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True,
            **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with fill_value; the dtype follows fill_value unless given. buffer is accepted for
     tinygrad 0.14's signature (tinycore's fill is a lazy constant either way)."""
@@ -370,18 +370,18 @@ class Tensor(metaclass=_TensorType):
              _py_int_dtype(fill_value, None) if isinstance(fill_value, int) and not isinstance(fill_value, bool) else dtypes.from_py(fill_value))
     kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", None)
-    ret = Tensor(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(bound)
+    ret = cls(fill_value, dtype=dtype, **kwargs).reshape((1,) * len(shape)).expand(bound)
     return ret._leaf(rg)
-  @staticmethod
-  def zeros(*shape: Any, **kwargs: Any) -> Tensor:
+  @classmethod
+  def zeros(cls, *shape: Any, **kwargs: Any) -> Tensor:
     """A tensor of zeros (default float dtype)."""
-    return Tensor.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
-  @staticmethod
-  def ones(*shape: Any, **kwargs: Any) -> Tensor:
+    return cls.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
+  @classmethod
+  def ones(cls, *shape: Any, **kwargs: Any) -> Tensor:
     """A tensor of ones (default float dtype)."""
-    return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
-  @staticmethod
-  def arange(start: Any, stop: Any = None, step: Any = 1, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+    return cls.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
+  @classmethod
+  def arange(cls, start: Any, stop: Any = None, step: Any = 1, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Like numpy.arange: [start, stop) in steps of step; int unless an argument is a float (int64 when the values do
     not fit the default int). The values are computed on the host and copied to the device."""
     if dtype is not None: kwargs["dtype"] = dtype
@@ -395,9 +395,9 @@ class Tensor(metaclass=_TensorType):
       dtype = dtypes.default_int if all(dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int) for v in ends) else dtypes.int64
     kwargs.pop("dtype", None)
     vals = start + step * np.arange(n, dtype=np.float64 if dtypes.is_float(dtype) else np.int64)
-    return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
-  @staticmethod
-  def linspace(start: float, stop: float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+    return cls(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
+  @classmethod
+  def linspace(cls, start: float, stop: float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from start to stop, both included (any dtype but bool; ints truncate)."""
     if dtype is not None: kwargs["dtype"] = dtype
     if not isinstance(steps, int) or steps < 0: raise ValueError(f"linspace steps must be a non-negative int, got {steps}")
@@ -406,23 +406,23 @@ class Tensor(metaclass=_TensorType):
     if dtype == dtypes.bool: raise ArgumentError("linspace to bool is not supported (as torch and tinygrad): cast the result instead")
     vals = np.linspace(start, stop, steps, dtype=np.float64)
     if not dtypes.is_float(dtype): vals = np.trunc(vals)
-    return Tensor(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
-  @staticmethod
-  def eye(n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+    return cls(vals.astype(to_np_dtype(dtype) if dtype != dtypes.bfloat16 else np.float32), dtype=dtype, **kwargs)
+  @classmethod
+  def eye(cls, n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """The n x m identity matrix (ones on the main diagonal)."""
     if dtype is not None: kwargs["dtype"] = dtype
     m = n if m is None else m
     _check_shape((n, m), "eye size")
-    if n == 0 or m == 0: return Tensor.zeros(n, m, **kwargs)
+    if n == 0 or m == 0: return cls.zeros(n, m, **kwargs)
     k = min(n, m)
     # a column of ones padded by k to rows of k+1, flattened and cut to k*k, is the k x k identity: pure views
     rg = kwargs.pop("requires_grad", None)
-    x = Tensor.ones(k, 1, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k * k),)).reshape(k, k)
+    x = cls.ones(k, 1, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k * k),)).reshape(k, k)
     ret = x.pad(((0, n - k), (0, m - k)))
     return ret._leaf(rg)
   def full_like(self, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True, **kwargs: Any) -> Tensor:
     """A tensor of self's shape (and dtype and device unless given) filled with fill_value."""
-    return Tensor.full(self.shape, fill_value, dtype if dtype is not None else self.dtype, device if device is not None else self.device, **kwargs)
+    return self.full(self.shape, fill_value, dtype if dtype is not None else self.dtype, device if device is not None else self.device, **kwargs)
   def zeros_like(self, **kwargs: Any) -> Tensor:
     """Zeros of self's shape, dtype and device."""
     return self.full_like(0, **kwargs)
@@ -431,15 +431,15 @@ class Tensor(metaclass=_TensorType):
     return self.full_like(1, **kwargs)
   def empty_like(self, dtype: DType | str | None = None, device: str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor of self's shape (and dtype and device unless given)."""
-    return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device, **kwargs)
+    return self.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device, **kwargs)
   def rand_like(self, **kwargs: Any) -> Tensor:
     """Uniform [0, 1) of self's shape (and float dtype and device unless given)."""
     dt = kwargs.pop("dtype", self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
-    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
+    return self.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def randn_like(self, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Standard normal of self's shape (and float dtype and device unless given)."""
     dt = dtype if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
-    return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
+    return self.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D (or 0-d, taken as one element) tensors, indexing "ij" (matrix) or "xy" (cartesian), as
     torch.meshgrid."""
@@ -455,20 +455,20 @@ class Tensor(metaclass=_TensorType):
     if xy: out[0], out[1] = out[1], out[0]
     return tuple(out)
 
-  @staticmethod
-  def _iota(n: int, device: str, dtype: DType = dtypes.int32) -> Tensor:
+  @classmethod
+  def _iota(cls, n: int, device: str, dtype: DType = dtypes.int32) -> Tensor:
     """0..n-1 as a realized buffer, cached per (n, device, dtype); internal: never handed out as a buffer to write."""
     key = (n, device, dtype)
     if (lb := _iota_cache.get(key)) is None:
       if len(_iota_cache) > 256: _iota_cache.clear()
       lb = _iota_cache[key] = _frompy(np.arange(n).astype(to_np_dtype(dtype)), dtype, device)
-    return Tensor(lb, requires_grad=False)
+    return cls(lb, requires_grad=False)
 
   # *** random: counter-based (threefry2x32), so every device draws the same numbers for a seed ***
-  @staticmethod
-  def manual_seed(seed: int = 0) -> None:
+  @classmethod
+  def manual_seed(cls, seed: int = 0) -> None:
     """Reset the random generator: the same seed gives the same numbers on every device."""
-    Tensor._seed, Tensor._rng_counter, Tensor._rng_key = seed, {}, {}
+    cls._seed, cls._rng_counter, cls._rng_key = seed, {}, {}
   @staticmethod
   def _threefry(c0: Tensor, key: Tensor) -> Tensor:
     """Threefry-2x32 (20 rounds) of the counts c0 under the key words in the device buffer `key` (k0, k1, k0^k1^C):
@@ -482,52 +482,52 @@ class Tensor(metaclass=_TensorType):
         x1 = rotl(x1, r) ^ x0
       x0, x1 = x0 + ks[(i + 1) % 3], x1 + (ks[(i + 2) % 3] + (i + 1))  # uint32 arithmetic wraps
     return x0
-  @staticmethod
-  def _random_bits(num: int, device: str) -> Tensor:
-    if num == 0: return Tensor.empty(0, device=device, dtype=dtypes.uint32)
-    if device not in Tensor._rng_counter: Tensor._rng_counter[device] = Tensor([0], device=device, dtype=dtypes.uint32).contiguous().realize()
+  @classmethod
+  def _random_bits(cls, num: int, device: str) -> Tensor:
+    if num == 0: return cls.empty(0, device=device, dtype=dtypes.uint32)
+    if device not in cls._rng_counter: cls._rng_counter[device] = cls([0], device=device, dtype=dtypes.uint32).contiguous().realize()
     # draws come in a few padded sizes (powers of two, then multiples of 2^16), so the large threefry kernel is
     # compiled once per size class rather than once per shape
     n = 1 << max(4, (num - 1).bit_length()) if num <= 65536 else ceildiv(num, 65536) * 65536
     # the counter moves on by n; this draw uses the counts just below its new value
-    counter = Tensor._rng_counter[device]
+    counter = cls._rng_counter[device]
     counter.assign(counter + n % 2**32)
-    counts = Tensor._iota(n, device, dtypes.uint32) + (counter.expand(n) - n % 2**32)
-    if device not in Tensor._rng_key:
-      k0, k1 = Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF
-      Tensor._rng_key[device] = Tensor(np.array([k0, k1, k0 ^ k1 ^ 0x1BD11BDA], np.uint32), device=device)
+    counts = cls._iota(n, device, dtypes.uint32) + (counter.expand(n) - n % 2**32)
+    if device not in cls._rng_key:
+      k0, k1 = cls._seed & 0xFFFFFFFF, (cls._seed >> 32) & 0xFFFFFFFF
+      cls._rng_key[device] = cls(np.array([k0, k1, k0 ^ k1 ^ 0x1BD11BDA], np.uint32), device=device)
     # a draw is its own kernel: fused into a consumer it could read the counter before and after an increment
-    bits = Tensor._threefry(counts, Tensor._rng_key[device]).contiguous()
+    bits = cls._threefry(counts, cls._rng_key[device]).contiguous()
     return bits if n == num else bits.shrink(((0, num),))
-  @staticmethod
-  def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
+  @classmethod
+  def rand(cls, *shape: Any, device: str | None = None, dtype: DType | str | None = None, contiguous: bool = True, **kwargs: Any) -> Tensor:
     """Uniform in [0, 1). Deterministic under manual_seed, and the same numbers on every device."""
     bound, shape, device = argfix(*shape), _shape_arg(*shape), Device.canonicalize(device)
     if not all_int(shape):
       # a symbolic size draws for its largest value (so the generator moves on by the same amount every call), then
       # keeps the part the bound values select
       top = tuple(s if isinstance(s, int) else int(s.vmax) for s in shape)
-      return Tensor.rand(*top, device=device, dtype=dtype, contiguous=contiguous, **kwargs).shrink(tuple((0, s) for s in bound))
+      return cls.rand(*top, device=device, dtype=dtype, contiguous=contiguous, **kwargs).shrink(tuple((0, s) for s in bound))
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt): raise TypeError(f"rand needs a float dtype, got {dt}")
-    bits = Tensor._random_bits(prod(shape), device)
+    bits = cls._random_bits(prod(shape), device)
     if dt == dtypes.float64: out = bits.cast(dtypes.float64) * (1 / 2**32)
     else:
       # m random bits on a 2^-m grid: every value is exact in the target dtype and below 1
       m = {dtypes.float16: 11, dtypes.bfloat16: 8}.get(dt, 24)
       out = (bits >> (32 - m)).cast(dtypes.float32) * (1 / 2**m)
-    return Tensor(out.cast(dt).reshape(shape).lazydata, **kwargs)
-  @staticmethod
-  def randn(*shape: Any, dtype: DType | str | None = None, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
+    return cls(out.cast(dt).reshape(shape).lazydata, **kwargs)
+  @classmethod
+  def randn(cls, *shape: Any, dtype: DType | str | None = None, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
     """Standard normal (Box-Muller over two uniform draws), drawn in float32 and cast to dtype (any dtype, as tinygrad:
     an int dtype truncates, bool is x != 0)."""
     shape = _shape_arg(*shape)
-    u = Tensor.rand(2, *shape, dtype=dtypes.float32, **kwargs)
+    u = cls.rand(2, *shape, dtype=dtypes.float32, **kwargs)
     out = (1 - u[0]).log().mul(-2).sqrt() * (u[1] * (2 * math.pi)).cos()
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return Tensor(out.cast(dt).lazydata, requires_grad=requires_grad)
-  @staticmethod
-  def randint(*shape: Any, low: int = 0, high: int = 10, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
+    return cls(out.cast(dt).lazydata, requires_grad=requires_grad)
+  @classmethod
+  def randint(cls, *shape: Any, low: int = 0, high: int = 10, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
     """Integers uniform in [low, high)."""
     dt = to_dtype(dtype)
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"randint low and high must be ints, got {low!r}, {high!r}")
@@ -538,50 +538,50 @@ class Tensor(metaclass=_TensorType):
     rg = kwargs.pop("requires_grad", None)
     device = Device.canonicalize(kwargs.pop("device", None))
     if kwargs: raise TypeError(f"randint got unexpected arguments {sorted(kwargs)}")
-    bits = Tensor._random_bits(prod(shape), device)
+    bits = cls._random_bits(prod(shape), device)
     # floor(u * range) for u = bits / 2^32, exactly, in 64-bit integer arithmetic
     r = ((bits.cast(dtypes.uint64) * (high - low)) >> 32).cast(dtypes.int64) + low
-    return Tensor(r.cast(dt).reshape(shape).lazydata, requires_grad=rg)
-  @staticmethod
-  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
+    return cls(r.cast(dt).reshape(shape).lazydata, requires_grad=rg)
+  @classmethod
+  def normal(cls, *shape: Any, mean: float = 0.0, std: float = 1.0, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
     """Normal with the given mean and std."""
-    return Tensor(((std * Tensor.randn(*shape, **kwargs)) + mean).lazydata, requires_grad=requires_grad)
-  @staticmethod
-  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, requires_grad: bool | None = None,
+    return cls(((std * cls.randn(*shape, **kwargs)) + mean).lazydata, requires_grad=requires_grad)
+  @classmethod
+  def uniform(cls, *shape: Any, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, requires_grad: bool | None = None,
               **kwargs: Any) -> Tensor:
     """Uniform in [low, high)."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if dtypes.is_int(dt): return Tensor.randint(*shape, low=int(low), high=int(high), dtype=dt, requires_grad=requires_grad, **kwargs)
-    return Tensor(((high - low) * Tensor.rand(*shape, dtype=dt, **kwargs) + low).cast(dt).lazydata, requires_grad=requires_grad)
-  @staticmethod
-  def scaled_uniform(*shape: Any, **kwargs: Any) -> Tensor:
+    if dtypes.is_int(dt): return cls.randint(*shape, low=int(low), high=int(high), dtype=dt, requires_grad=requires_grad, **kwargs)
+    return cls(((high - low) * cls.rand(*shape, dtype=dt, **kwargs) + low).cast(dt).lazydata, requires_grad=requires_grad)
+  @classmethod
+  def scaled_uniform(cls, *shape: Any, **kwargs: Any) -> Tensor:
     """Uniform in [-1, 1) scaled by 1/sqrt(numel)."""
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(_shape_arg(*shape)) ** -0.5)._leaf(kwargs.get("requires_grad"))
-  @staticmethod
-  def glorot_uniform(*shape: Any, **kwargs: Any) -> Tensor:
+    return cls.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(_shape_arg(*shape)) ** -0.5)._leaf(kwargs.get("requires_grad"))
+  @classmethod
+  def glorot_uniform(cls, *shape: Any, **kwargs: Any) -> Tensor:
     """Glorot/Xavier uniform: bound sqrt(6 / (shape[0] + prod(shape[1:])))."""
     s = _shape_arg(*shape)
     if not s: raise ValueError("glorot_uniform needs at least one dim")
-    return Tensor.uniform(*s, low=-1.0, high=1.0, **kwargs).mul((6 / (s[0] + prod(s[1:]))) ** 0.5)._leaf(kwargs.get("requires_grad"))
-  @staticmethod
-  def kaiming_uniform(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
+    return cls.uniform(*s, low=-1.0, high=1.0, **kwargs).mul((6 / (s[0] + prod(s[1:]))) ** 0.5)._leaf(kwargs.get("requires_grad"))
+  @classmethod
+  def kaiming_uniform(cls, *shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
     """Kaiming/He uniform with leaky-relu slope a: bound sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(prod(shape[1:]))."""
     s = _shape_arg(*shape)
     if not s: raise ValueError("kaiming_uniform needs at least one dim")
     bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(1, prod(s[1:])))
-    return Tensor.uniform(*s, low=-bound, high=bound, **kwargs)
-  @staticmethod
-  def kaiming_normal(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
+    return cls.uniform(*s, low=-bound, high=bound, **kwargs)
+  @classmethod
+  def kaiming_normal(cls, *shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
     """Kaiming/He normal with leaky-relu slope a: std sqrt(2 / (1 + a^2)) / sqrt(prod(shape[1:]))."""
     s = _shape_arg(*shape)
     if not s: raise ValueError("kaiming_normal needs at least one dim")
     std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(1, prod(s[1:])))
-    return Tensor.normal(*s, mean=0.0, std=std, **kwargs)
-  @staticmethod
-  def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
+    return cls.normal(*s, mean=0.0, std=std, **kwargs)
+  @classmethod
+  def randperm(cls, n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
     """A random permutation of 0..n-1 (sorts n random keys: O(n^2) work)."""
     if not isinstance(n, int) or n < 0: raise ValueError(f"randperm needs a non-negative int, got {n!r}")
-    return Tensor(Tensor.rand(n, device=device).argsort().cast(to_dtype(dtype)).lazydata, **kwargs)
+    return cls(cls.rand(n, device=device).argsort().cast(to_dtype(dtype)).lazydata, **kwargs)
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
     """Draw indices from the (unnormalized, non-negative) weights along the last dim of a 1-D or 2-D tensor."""
     if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs a 1-D or 2-D tensor of weights, got shape {self.shape}")
@@ -592,11 +592,11 @@ class Tensor(metaclass=_TensorType):
     if replacement or num_samples == 1:
       cdf = w.cumsum(1)
       cdf = cdf / cdf[:, -1:]
-      u = Tensor.rand(w.shape[0], num_samples, 1, device=self.device)
+      u = self.rand(w.shape[0], num_samples, 1, device=self.device)
       idx = (u >= cdf.unsqueeze(1)).sum(2).minimum(w.shape[1] - 1).cast(dtypes.int32)
     else:
       # weighted sampling without replacement: the largest log(u)/w keys (Efraimidis-Spirakis)
-      keys = Tensor.rand(*w.shape, device=self.device).log() / w
+      keys = self.rand(*w.shape, device=self.device).log() / w
       idx = keys.topk(num_samples, dim=1)[1].cast(dtypes.int32)
     return idx.reshape(-1) if self.ndim == 1 else idx
   def dropout(self, p: float = 0.5) -> Tensor:
@@ -604,7 +604,7 @@ class Tensor(metaclass=_TensorType):
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not TRAINING or p == 0: return self
     if p == 1: return self * 0
-    mask = Tensor.rand(*self.shape, device=self.device, requires_grad=False) >= p
+    mask = self.rand(*self.shape, device=self.device, requires_grad=False) >= p
     return mask.where(self, 0) * (1 / (1 - p))
 
   # *** movement ***
@@ -706,7 +706,7 @@ class Tensor(metaclass=_TensorType):
     if mode == "constant":
       ret = F.Pad.apply(self, arg=tuple(pads))
       if value == 0 and not (isinstance(value, float) and math.copysign(1, value) < 0): return ret
-      mask = F.Pad.apply(Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device), arg=tuple(pads))
+      mask = F.Pad.apply(self.ones(self.shape, dtype=dtypes.bool, device=self.device), arg=tuple(pads))
       return mask.where(ret, value)
     x = self
     for d, (b, a) in enumerate(pads):
@@ -715,15 +715,15 @@ class Tensor(metaclass=_TensorType):
       def sl(lo: int, hi: int, x: Tensor = x, d: int = d) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
       if mode == "reflect":
         if b >= s or a >= s: raise ShapeError(f"reflect padding ({b}, {a}) must be smaller than the dim size {s} of {self.shape}")
-        x = Tensor.cat(sl(1, b + 1).flip(d), x, sl(s - 1 - a, s - 1).flip(d), dim=d)
+        x = type(self).cat(sl(1, b + 1).flip(d), x, sl(s - 1 - a, s - 1).flip(d), dim=d)
       elif mode == "replicate":
         if s == 0: raise ShapeError(f"cannot replicate-pad an empty dim of {self.shape}")
         e = [(-1 if i != d else b) for i in range(x.ndim)]
         e2 = [(-1 if i != d else a) for i in range(x.ndim)]
-        x = Tensor.cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
+        x = type(self).cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
       else:
         if b > s or a > s: raise ShapeError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
-        x = Tensor.cat(sl(s - b, s), x, sl(0, a), dim=d)
+        x = type(self).cat(sl(s - b, s), x, sl(0, a), dim=d)
     return x
   def _resolve_dim(self, dim: int, extra: bool = False) -> int:
     total = self.ndim + int(extra)
@@ -853,7 +853,7 @@ class Tensor(metaclass=_TensorType):
     ts = (self,) + args
     d = self._resolve_dim(dim)
     for t in ts:
-      if not isinstance(t, Tensor): raise TypeError(f"cat needs Tensors, got {type(t).__name__}")
+      if not isinstance(t, type(self)): raise TypeError(f"cat needs Tensors, got {type(t).__name__}")
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
         raise ShapeError(f"cat shape mismatch along dim {d}: {[x.shape for x in ts]}")
     dt = least_upper_dtype(*[t.dtype for t in ts])
@@ -868,7 +868,7 @@ class Tensor(metaclass=_TensorType):
       p = t.pad(arg)
       if out is None: out = p
       else:
-        mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=t.device).pad(arg)
+        mask = self.ones(t.shape, dtype=dtypes.bool, device=t.device).pad(arg)
         out = mask.where(p, out)
       off += n
     return out if out is not None else ts[0]
@@ -882,7 +882,7 @@ class Tensor(metaclass=_TensorType):
     for t in args:
       if t.shape != self.shape: raise ShapeError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
     d = self._resolve_dim(dim, extra=True)
-    return Tensor.cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)
+    return type(self).cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along dim into chunks of size `sizes` (the last may be smaller), or into the given sizes."""
     d = self._resolve_dim(dim)
@@ -923,7 +923,7 @@ class Tensor(metaclass=_TensorType):
     return self._tri_mask(diagonal, lower=False).where(self, self.zeros_like())
   def _tri_mask(self, diagonal: int, lower: bool) -> Tensor:
     r, c = self.shape[-2], self.shape[-1]
-    i, j = Tensor._iota(r, self.device).reshape(r, 1), Tensor._iota(c, self.device).reshape(1, c)
+    i, j = self._iota(r, self.device).reshape(r, 1), self._iota(c, self.device).reshape(1, c)
     return (j <= i + diagonal) if lower else (j >= i + diagonal)
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of dims dim1, dim2 (moved to the last dim), as torch.diagonal."""
@@ -955,12 +955,12 @@ class Tensor(metaclass=_TensorType):
   # *** indexing ***
   def _index_tensor(self, t: Any) -> Tensor:
     """A list, numpy array or Tensor used as an index, as a Tensor (int or bool)."""
-    if not isinstance(t, Tensor):
+    if not isinstance(t, type(self)):
       arr = np.asarray(t)
       if arr.size == 0: arr = arr.astype(np.int32)
       if arr.dtype == object or arr.dtype.kind not in "iub": raise IndexError(f"tensors used as indices must be int or bool, got {t!r}")
-      t = Tensor(arr.astype(np.int32) if arr.dtype.kind in "iu" and arr.size and arr.max(initial=0) < 2**31 and arr.min(initial=0) >= -2**31 else arr,
-                 device=self.device)
+      fits = arr.dtype.kind in "iu" and arr.size and arr.max(initial=0) < 2**31 and arr.min(initial=0) >= -2**31
+      t = type(self)(arr.astype(np.int32) if fits else arr, device=self.device)
     if not (dtypes.is_int(t.dtype) or t.dtype == dtypes.bool): raise IndexError(f"tensors used as indices must be int or bool, got {t.dtype}")
     if t.device != self.device: t = t.to(self.device)
     return t
@@ -983,11 +983,11 @@ class Tensor(metaclass=_TensorType):
     norm: list[Any] = []
     for i in idx:
       if isinstance(i, bool): raise IndexError("indexing with a python bool is not supported")
-      if isinstance(i, (Tensor, list, tuple, np.ndarray)):
+      if isinstance(i, (type(self), list, tuple, np.ndarray)):
         t = self._index_tensor(i)
         if t.dtype == dtypes.bool:
           nz = np.nonzero(t.numpy())
-          norm.extend(Tensor(n.astype(np.int32), device=self.device) for n in nz)
+          norm.extend(type(self)(n.astype(np.int32), device=self.device) for n in nz)
           norm.append(("mask", t.ndim, t.shape))
           continue
         norm.append(t)
@@ -1018,7 +1018,7 @@ class Tensor(metaclass=_TensorType):
         continue
       size = self.shape[dim]
       dim_of_item[k] = dim
-      if isinstance(i, Tensor):
+      if isinstance(i, type(self)):
         shrink.append((0, size)); flips.append(False); strides.append(1); kinds.append("tensor")  # noqa: E702
         tensors.append((vdim, i))
         vdim += 1
@@ -1068,7 +1068,7 @@ class Tensor(metaclass=_TensorType):
       if any(flips): v = v.flip(tuple(d for d, f in enumerate(flips) if f))
       return v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)), value=fill) if v.dtype != dtypes.bool or not fill else \
         v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)))
-    for vd, t in tensors: Tensor._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
+    for vd, t in tensors: self._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
     return x, tensors, unview
   def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, int, bool]:
     """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
@@ -1097,31 +1097,31 @@ class Tensor(metaclass=_TensorType):
     xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
     xp = xp.reshape(*xp.shape[:-1], *[1] * nb, pnum)
-    onehot = flat.unsqueeze(-1) == Tensor._iota(pnum, self.device, flat.dtype)
-    out = Tensor._select_sum(onehot, xp)  # (rest..., B...)
+    onehot = flat.unsqueeze(-1) == self._iota(pnum, self.device, flat.dtype)
+    out = self._select_sum(onehot, xp)  # (rest..., B...)
     if adjacent and nr:
       p = tensors[0][0]
       out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
     elif nr: out = out.permute(*range(nr, nr + nb), *range(nr))
     return out
-  @staticmethod
-  def _select_sum(mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
+  @classmethod
+  def _select_sum(cls, mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
     """sum over axis of where(mask, x, 0), exact for every dtype when at most one entry is selected."""
-    if x.dtype == dtypes.bool: return Tensor._select_sum(mask, x.cast(dtypes.uint8), axis).cast(dtypes.bool)
+    if x.dtype == dtypes.bool: return cls._select_sum(mask, x.cast(dtypes.uint8), axis).cast(dtypes.bool)
     return mask.where(x, 0).sum(axis, dtype=x.dtype)
   def __setitem__(self, indices: Any, v: Any) -> None:
     """Write v (broadcast to the indexed shape) into the indexed elements; with repeated tensor indices the last write
     wins. Not differentiable."""
-    if self.requires_grad or (isinstance(v, Tensor) and v.requires_grad):
+    if self.requires_grad or (isinstance(v, type(self)) and v.requires_grad):
       raise RuntimeError("setitem on a tensor that requires grad is not supported")
     x, tensors, unview = self._plan(indices)
-    if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
+    if not isinstance(v, type(self)): v = type(self)(v, device=self.device, dtype=self.dtype)
     v = v.cast(self.dtype)
     if not tensors:
       try: v = v.expand(x.shape) if v.shape != x.shape else v
       except ValueError: raise ValueError(f"cannot assign a value of shape {v.shape} to an index of shape {x.shape}") from None
       vfull = unview(v.contiguous() if v.lazydata.st.contiguous is False else v)
-      mask = unview(Tensor.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
+      mask = unview(self.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
     else:
       xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
       nr, nb = len(rest), len(bshape)
@@ -1136,11 +1136,11 @@ class Tensor(metaclass=_TensorType):
       elif nr: v = v.permute(*range(nb, nb + nr), *range(nb))
       nbt = prod(bshape)
       v = v.reshape(*rshape, nbt, 1)
-      onehot = flat.reshape(nbt, 1) == Tensor._iota(pnum, self.device, flat.dtype).reshape(1, pnum)  # (B, P)
-      border = Tensor._iota(nbt, self.device).reshape(nbt, 1)
+      onehot = flat.reshape(nbt, 1) == self._iota(pnum, self.device, flat.dtype).reshape(1, pnum)  # (B, P)
+      border = self._iota(nbt, self.device).reshape(nbt, 1)
       last = onehot.where(border, -1).max(0)  # (P,) the last b writing each position, -1 for none
       sel = onehot & (border == last.reshape(1, pnum))
-      vals = Tensor._select_sum(sel, v, axis=-2)  # (rest..., P)
+      vals = self._select_sum(sel, v, axis=-2)  # (rest..., P)
       hit = last >= 0
       tsz = [x.shape[d] for d, _ in tensors]
       tdims = [d for d, _ in tensors]
@@ -1152,36 +1152,38 @@ class Tensor(metaclass=_TensorType):
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
     d = self._resolve_dim(dim)
-    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if isinstance(index, type(self)) and not dtypes.is_int(index.dtype):
+      raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
     if not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise ShapeError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
     for i, (a, b) in enumerate(zip(index.shape, self.shape)):
       if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
-    Tensor._check_index_range(index, self.shape[d], "gather")
+    self._check_index_range(index, self.shape[d], "gather")
     x = self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape))).transpose(d, -1)  # (..., S)
     idx = index.transpose(d, -1)  # (..., K)
     s = self.shape[d]
     idx = (idx < 0).where(idx + s, idx)
-    onehot = idx.unsqueeze(-1) == Tensor._iota(s, self.device, idx.dtype)  # (..., K, S)
-    return Tensor._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
+    onehot = idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # (..., K, S)
+    return self._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
   def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
     d = self._resolve_dim(dim)
-    if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
+    if isinstance(index, type(self)) and not dtypes.is_int(index.dtype):
+      raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
     if not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise ShapeError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
-    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    if not isinstance(src, type(self)): src = self.full(index.shape, src, dtype=self.dtype, device=self.device)
     if src.ndim != self.ndim: raise ShapeError(f"{name} src needs {self.ndim} dims, got {src.shape}")
     for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
       if (i != d and a > b) or a > c:
         raise ShapeError(f"{name} index shape {index.shape} is larger than self {self.shape} or src {src.shape} at dim {i}")
-    Tensor._check_index_range(index, self.shape[d], name)
+    self._check_index_range(index, self.shape[d], name)
     s = self.shape[d]
     src = src.shrink(tuple((0, a) for a in index.shape)).cast(self.dtype).transpose(d, -1).unsqueeze(-1)  # (..., K, 1)
     idx = index.transpose(d, -1)
     idx = (idx < 0).where(idx + s, idx)
-    onehot = idx.unsqueeze(-1) == Tensor._iota(s, self.device, idx.dtype)  # (..., K, S), rows cover index's other dims
+    onehot = idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # (..., K, S), rows cover index's other dims
     # the other dims of index may be smaller than self's: pad the result back, marking those positions untouched
     pad = tuple((0, self.shape[i] - index.shape[i]) if i != d else (0, 0) for i in range(self.ndim))
     return d, src, onehot, pad
@@ -1198,10 +1200,10 @@ class Tensor(metaclass=_TensorType):
     if reduce == "add": return self._scatter_finish(d, onehot.where(src, 0).sum(-2, dtype=self.dtype) + self._dim_last(d, pad), hit, pad)
     if reduce == "multiply": return self._scatter_finish(d, onehot.where(src, 1).prod(-2) * self._dim_last(d, pad), hit, pad)
     k = onehot.shape[-2]
-    korder = Tensor._iota(k, self.device).reshape(k, 1)
+    korder = self._iota(k, self.device).reshape(k, 1)
     last = onehot.where(korder, -1).max(-2, keepdim=True)
     sel = onehot & (korder == last)
-    return self._scatter_finish(d, Tensor._select_sum(sel, src, axis=-2), hit, pad)
+    return self._scatter_finish(d, self._select_sum(sel, src, axis=-2), hit, pad)
   def _dim_last(self, d: int, pad: Any) -> Tensor:
     """self shrunk to the scatter index's other dims, with dim d last."""
     return self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))).transpose(d, -1)
@@ -1232,17 +1234,17 @@ class Tensor(metaclass=_TensorType):
     return self._scatter_finish(d, v, hit, pad)
   def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
     """self with value where mask is True (mask broadcasts)."""
-    return Tensor._as_bool(mask, self.device).where(value, self)
-  @staticmethod
-  def _as_bool(mask: Any, device: str) -> Tensor:
-    m = mask if isinstance(mask, Tensor) else Tensor(mask, device=device)
+    return self._as_bool(mask, self.device).where(value, self)
+  @classmethod
+  def _as_bool(cls, mask: Any, device: str) -> Tensor:
+    m = mask if isinstance(mask, cls) else cls(mask, device=device)
     if m.dtype != dtypes.bool: raise TypeError(f"a mask must be a bool tensor, got {m.dtype}")
     return m
   def masked_select(self, mask: Tensor, size: int | None = None, fill_value: Any = 0) -> Tensor:
     """The elements where mask (broadcast with self) is True, as a 1-D tensor. With size=None the mask is realized to
     count them; with size=N the result has N elements, the selected ones first, cut or padded with fill_value, and
     nothing is realized (so it can run inside a TinyJit)."""
-    m = Tensor._as_bool(mask, self.device)
+    m = self._as_bool(mask, self.device)
     x, m = self._broadcast_pair(m)
     if size is None: return x[m]
     return x.flatten()._first_selected(m.flatten(), size, fill_value)
@@ -1250,20 +1252,20 @@ class Tensor(metaclass=_TensorType):
     """(size, ...): the rows of self (M, ...) where the bool m (M,) is True, in order, then fill_value rows."""
     if not isinstance(size, int) or size < 0: raise ArgumentError(f"size must be a non-negative int, got {size!r}")
     n = self.shape[0]
-    if n == 0 or size == 0: return Tensor.full((size, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
+    if n == 0 or size == 0: return self.full((size, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
     # slot k takes the element whose running count of selected ones is k+1
     rank = m.cast(dtypes.int32).cumsum() - 1
-    pick = m & (rank.reshape(1, n) == Tensor._iota(size, self.device).reshape(size, 1))  # (size, M)
-    rows = Tensor._select_sum(pick.reshape(size, n, *[1] * (self.ndim - 1)), self.unsqueeze(0), axis=1)
+    pick = m & (rank.reshape(1, n) == self._iota(size, self.device).reshape(size, 1))  # (size, M)
+    rows = self._select_sum(pick.reshape(size, n, *[1] * (self.ndim - 1)), self.unsqueeze(0), axis=1)
     hit = pick.any(1).reshape(size, *[1] * (self.ndim - 1))
-    return hit.where(rows, Tensor(fill_value, device=self.device).cast(self.dtype))
+    return hit.where(rows, type(self)(fill_value, device=self.device).cast(self.dtype))
   def nonzero(self, size: int | None = None, fill_value: Any = 0) -> Tensor:
     """(n, ndim) int32 indices of the nonzero elements, in row-major order (as torch.nonzero). size=None realizes self
     to count them; size=N gives N rows, cut or padded with fill_value, without realizing."""
     if size is None:
-      return Tensor(np.argwhere(self.detach().numpy() != 0).astype(np.int32), device=self.device)  # (n, ndim), also for 0-d
-    coords = [Tensor._iota(self.numel(), self.device).reshape(self.shape) // prod(self.shape[d + 1:]) % s for d, s in enumerate(self.shape)]
-    flat = Tensor.stack(*[c.flatten() for c in coords], dim=-1) if coords else Tensor.zeros(1, 0, dtype=dtypes.int32, device=self.device)
+      return type(self)(np.argwhere(self.detach().numpy() != 0).astype(np.int32), device=self.device)  # (n, ndim), also for 0-d
+    coords = [self._iota(self.numel(), self.device).reshape(self.shape) // prod(self.shape[d + 1:]) % s for d, s in enumerate(self.shape)]
+    flat = type(self).stack(*[c.flatten() for c in coords], dim=-1) if coords else self.zeros(1, 0, dtype=dtypes.int32, device=self.device)
     return flat._first_selected((self != 0).flatten(), size, fill_value)
   def _broadcast_pair(self, m: Tensor) -> tuple[Tensor, Tensor]:
     try: shape = _broadcast_shape(self.shape, m.shape)
@@ -1273,10 +1275,10 @@ class Tensor(metaclass=_TensorType):
   # *** broadcasting and elementwise ***
   def _broadcasted(self, y: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
     x = self
-    if y.__class__ is Tensor and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
+    if y.__class__ is type(self) and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
       return (y, x) if reverse else (x, y)  # the common case: nothing to cast or broadcast
-    if not isinstance(y, Tensor):
-      if isinstance(y, (np.ndarray, list, tuple)): y = Tensor(y, device=x.device)
+    if not isinstance(y, type(self)):
+      if isinstance(y, (np.ndarray, list, tuple)): y = type(self)(y, device=x.device)
       else:
         if isinstance(y, np.generic): y = y.item()
         if not isinstance(y, (bool, int, float)): raise TypeError(f"cannot combine a Tensor with {type(y).__name__}")
@@ -1284,7 +1286,8 @@ class Tensor(metaclass=_TensorType):
         ydt = x.dtype if (dtypes.is_float(x.dtype) or (dtypes.is_int(x.dtype) and not isinstance(y, float)) or
                           (x.dtype == dtypes.bool and isinstance(y, bool))) else dtypes.from_py(y)
         if dtypes.is_int(ydt) and isinstance(y, int) and not isinstance(y, bool): _py_int_dtype(y, ydt)  # a scalar that does not fit: an error
-        y = Tensor(dtypes.as_const(y, ydt) if not (isinstance(y, float) and math.isnan(y)) else y, device=x.device, dtype=ydt, requires_grad=False)
+        y = type(self)(dtypes.as_const(y, ydt) if not (isinstance(y, float) and math.isnan(y)) else y, device=x.device, dtype=ydt,
+                       requires_grad=False)
     if x.device != y.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
     if reverse: x, y = y, x
     out_dtype = least_upper_dtype(x.dtype, y.dtype)
@@ -1314,7 +1317,7 @@ class Tensor(metaclass=_TensorType):
     x = self if self.dtype == uint[a] else F.Cast.apply(self, dtype=uint[a], bitcast=True)
     if a > b:  # split each element into a//b pieces
       parts = [((x >> (8 * b * k)) & (2 ** (8 * b) - 1)).cast(uint[b]) for k in range(a // b)]
-      y = Tensor.stack(*parts, dim=-1).reshape(*self.shape[:-1], self.shape[-1] * (a // b))
+      y = type(self).stack(*parts, dim=-1).reshape(*self.shape[:-1], self.shape[-1] * (a // b))
     else:
       if self.shape[-1] % (b // a): raise ValueError(f"bitcast {self.dtype} to {dt} needs the last dim {self.shape[-1]} divisible by {b // a}")
       x = x.reshape(*self.shape[:-1], self.shape[-1] // (b // a), b // a).cast(uint[b])
@@ -1351,7 +1354,7 @@ class Tensor(metaclass=_TensorType):
   def const_like(self, b: Any, dtype: DType | None = None) -> Tensor:
     """A constant of self's shape and device, in self's dtype unless given."""
     dt = to_dtype(dtype) if dtype is not None else self.dtype
-    c = Tensor(dtypes.as_const(b, dt) if not (isinstance(b, float) and math.isnan(b)) else b, device=self.device, dtype=dt)
+    c = type(self)(dtypes.as_const(b, dt) if not (isinstance(b, float) and math.isnan(b)) else b, device=self.device, dtype=dt)
     return c.expand(self.shape) if self.shape else c
 
   def add(self, x: Any, reverse: bool = False) -> Tensor:
@@ -1445,10 +1448,10 @@ class Tensor(metaclass=_TensorType):
     return -((-a).maximum(-b))
   def where(self, x: Any, y: Any) -> Tensor:
     """self ? x : y elementwise, broadcasting all three (self is read as bool)."""
-    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+    if not isinstance(x, type(self)) and not isinstance(y, type(self)):
       dt = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
-      x = Tensor(x, device=self.device, dtype=dt)
-    if isinstance(x, Tensor): x, y = x._broadcasted(y)
+      x = type(self)(x, device=self.device, dtype=dt)
+    if isinstance(x, type(self)): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
     cond = self.cast(dtypes.bool)
     try: shape = _broadcast_shape(cond.shape, x.shape)
@@ -1495,13 +1498,13 @@ class Tensor(metaclass=_TensorType):
     return F.BinaryNoGrad.apply(*self.cast(dtypes.bool)._broadcasted(True), op=Ops.CMPNE)
   def logical_and(self, x: Any) -> Tensor:
     """self and x (read as bool)."""
-    return self.bool() & (x.bool() if isinstance(x, Tensor) else bool(x))
+    return self.bool() & (x.bool() if isinstance(x, type(self)) else bool(x))
   def logical_or(self, x: Any) -> Tensor:
     """self or x (read as bool)."""
-    return self.bool() | (x.bool() if isinstance(x, Tensor) else bool(x))
+    return self.bool() | (x.bool() if isinstance(x, type(self)) else bool(x))
   def logical_xor(self, x: Any) -> Tensor:
     """self xor x (read as bool)."""
-    return self.bool() ^ (x.bool() if isinstance(x, Tensor) else bool(x))
+    return self.bool() ^ (x.bool() if isinstance(x, type(self)) else bool(x))
   def _bitwise(self, x: Any, op: Ops, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
     if not (dtypes.is_int(a.dtype) or a.dtype == dtypes.bool): raise DTypeError(f"{op.name} needs integer or bool tensors, got {a.dtype}")
@@ -1534,7 +1537,7 @@ class Tensor(metaclass=_TensorType):
     if not reverse and dtypes.is_int(self.dtype) and isinstance(x, (int, float)) and not isinstance(x, bool):
       if isinstance(x, float): return self._float().pow(x)
       if x < 0: raise ArgumentError(f"an integer tensor ({self.dtype}) to the negative integer power {x}: cast it to a float first")
-    if not reverse and not isinstance(x, Tensor) and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+    if not reverse and not isinstance(x, type(self)) and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
       # constant exponents: multiplications (exact, and the gradient is right at 0)
       if x == int(x) and 0 < abs(x) <= 64 and (x > 0 or dtypes.is_float(self.dtype)):
         n = int(abs(x))
@@ -1559,11 +1562,11 @@ class Tensor(metaclass=_TensorType):
       return neg.where((base == 1).where(1, (base == -1).where(((exponent & 1) != 0).where(-1, 1), 0)), acc).cast(base.dtype)
     if base.dtype == dtypes.bool: base, exponent = base.cast(dtypes.int32), exponent.cast(dtypes.int32)
     if not dtypes.is_float(base.dtype): base, exponent = base.float(), exponent.float()
-    return F.Pow.apply(base, exponent, value=Tensor._pow_value(base, exponent))
-  @staticmethod
-  def _pow_value(base: Tensor, exponent: Tensor) -> LazyBuffer:
+    return F.Pow.apply(base, exponent, value=self._pow_value(base, exponent))
+  @classmethod
+  def _pow_value(cls, base: Tensor, exponent: Tensor) -> LazyBuffer:
     """C's pow on the edge values (see function.Pow), composed of elementwise ops outside the graph."""
-    b, e = Tensor(base.lazydata, requires_grad=False), Tensor(exponent.lazydata, requires_grad=False)
+    b, e = cls(base.lazydata, requires_grad=False), cls(exponent.lazydata, requires_grad=False)
     mag = (e * b.abs().log2()).exp2()  # |b| ** e
     int_e = e == e.trunc()
     odd = int_e & (e.abs().fmod(2) == 1)
@@ -1886,7 +1889,7 @@ class Tensor(metaclass=_TensorType):
     return out / n if n else out * math.nan
   def _symbolic_count(self, n: UOp, like: Tensor) -> Tensor:
     # a count over symbolic dims: a constant whose value the kernel works out from this tensor's bound Variables
-    return Tensor(LazyBuffer.const_of(n, like.dtype, self.device, (), self.lazydata.var_vals), requires_grad=False)
+    return type(self)(LazyBuffer.const_of(n, like.dtype, self.device, (), self.lazydata.var_vals), requires_grad=False)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over axis with Bessel's correction (correction=1) by default."""
     x = self._float()
@@ -1924,7 +1927,7 @@ class Tensor(metaclass=_TensorType):
     return y.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape))) if keepdim else y
   def _argfirst(self, mask: Tensor, axis: int, keepdim: bool) -> Tensor:
     n = self.shape[axis]
-    rev = (n - 1) - Tensor._iota(n, self.device).reshape(n, *[1] * (self.ndim - axis - 1))
+    rev = (n - 1) - self._iota(n, self.device).reshape(n, *[1] * (self.ndim - axis - 1))
     return ((n - 1) - mask.where(rev, -1).max(axis, keepdim)).cast(dtypes.int32)
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first max along axis (of the flattened tensor when None); a NaN counts as the max. int32."""
@@ -1943,7 +1946,7 @@ class Tensor(metaclass=_TensorType):
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """True where any element along axis is nonzero."""
     return self.bool().max(axis, keepdim) if all(self.shape[a] for a in self._axes(axis)) else \
-      Tensor.full(tuple(1 if i in self._axes(axis) else s for i, s in enumerate(self.shape)) if keepdim else
+      self.full(tuple(1 if i in self._axes(axis) else s for i, s in enumerate(self.shape)) if keepdim else
                   tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)), False, device=self.device)
   def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """True where every element along axis is nonzero."""
@@ -1982,69 +1985,69 @@ class Tensor(metaclass=_TensorType):
     if self.ndim == 0: return self.reshape(1), lambda t: t.reshape(())
     if a == self.ndim - 1: return self, lambda t: t
     return self.transpose(a, -1), lambda t: t.transpose(a, -1)
-  @staticmethod
-  def _cumsum_last(x: Tensor) -> Tensor:
+  @classmethod
+  def _cumsum_last(cls, x: Tensor) -> Tensor:
     n = x.shape[-1]
     if n <= 1: return x
     if n <= 512:
       # out[i] = sum over j <= i: a triangular mask and one reduce
-      tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+      tri = cls._iota(n, x.device).reshape(n, 1) >= cls._iota(n, x.device).reshape(1, n)
       return tri.where(x.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)
     # long axes: scan blocks of 256, then add the scanned block totals
     b, m = 256, ceildiv(n, 256)
     lead = x.shape[:-1]
     xb = x.pad(((0, 0),) * len(lead) + ((0, m * b - n),)).reshape(*lead, m, b)
-    inner = Tensor._cumsum_last(xb)
-    tot = Tensor._cumsum_last(inner[..., -1])
+    inner = cls._cumsum_last(xb)
+    tot = cls._cumsum_last(inner[..., -1])
     offs = tot.pad(((0, 0),) * len(lead) + ((1, 0),)).shrink(tuple([None] * len(lead)) + ((0, m),))
     return (inner + offs.unsqueeze(-1)).reshape(*lead, m * b).shrink(tuple([None] * len(lead)) + ((0, n),))
   def cumsum(self, axis: int = 0) -> Tensor:
     """Running sum along axis (dtype as sum)."""
     x, back = self._to_last(axis)
     acc = x.sum(-1, keepdim=True).dtype if x.shape[-1] else x.dtype
-    return back(Tensor._cumsum_last(x.cast(acc)).cast(acc if self.dtype not in (dtypes.float16, dtypes.bfloat16) else self.dtype))
-  @staticmethod
-  def _scan_last(x: Tensor, fn: Callable[[Tensor, Tensor], Tensor], identity: Any) -> Tensor:
+    return back(self._cumsum_last(x.cast(acc)).cast(acc if self.dtype not in (dtypes.float16, dtypes.bfloat16) else self.dtype))
+  @classmethod
+  def _scan_last(cls, x: Tensor, fn: Callable[[Tensor, Tensor], Tensor], identity: Any) -> Tensor:
     """Hillis-Steele inclusive scan: log2(n) steps of fn(x, x shifted), a kernel every three steps."""
     n, s, steps = x.shape[-1], 1, 0
     pads = ((0, 0),) * (x.ndim - 1)
     while s < n:
       # shift by s, filling with the identity: a zero pad plus a constant that is the identity only where padded
       # (no WHERE, so the next step's pad can still fuse through)
-      fill = Tensor.full((*x.shape[:-1], s), identity, dtype=x.dtype, device=x.device).pad(pads + ((0, n - s),))
+      fill = cls.full((*x.shape[:-1], s), identity, dtype=x.dtype, device=x.device).pad(pads + ((0, n - s),))
       shifted = x.shrink(tuple([None] * (x.ndim - 1)) + ((0, n - s),)).pad(pads + ((s, 0),)) + fill
       x = fn(x, shifted)
       s, steps = s * 2, steps + 1
       if steps % 3 == 0 and s < n: x = x.contiguous().contiguous_backward()  # (the gradient too: see prod)
     return x
-  @staticmethod
-  def _tri_last(x: Tensor, identity: Any) -> Tensor:
+  @classmethod
+  def _tri_last(cls, x: Tensor, identity: Any) -> Tensor:
     """(..., n, n): row i holds x[..., j] for j <= i and the identity after."""
     n = x.shape[-1]
-    tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+    tri = cls._iota(n, x.device).reshape(n, 1) >= cls._iota(n, x.device).reshape(1, n)
     return tri.where(x.unsqueeze(-2), identity)
   def cumprod(self, axis: int) -> Tensor:
     """Running product along axis (a triangular mask and a product tree up to 512, a log-depth scan beyond)."""
     x, back = self._to_last(axis)
-    if x.shape[-1] <= 512: return back(Tensor._tri_last(x, 1).prod(-1))
-    return back(Tensor._scan_last(x, lambda a, b: a * b, 1))
-  @staticmethod
-  def _cummax_last(x: Tensor) -> Tensor:
-    if 0 < x.shape[-1] <= 512: return Tensor._tri_last(x, dtypes.min(x.dtype)).max(-1)
-    return Tensor._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype))
+    if x.shape[-1] <= 512: return back(self._tri_last(x, 1).prod(-1))
+    return back(self._scan_last(x, lambda a, b: a * b, 1))
+  @classmethod
+  def _cummax_last(cls, x: Tensor) -> Tensor:
+    if 0 < x.shape[-1] <= 512: return cls._tri_last(x, dtypes.min(x.dtype)).max(-1)
+    return cls._scan_last(x, lambda a, b: a.maximum(b), dtypes.min(x.dtype))
   def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running max along axis, as tinygrad 0.14: the index (int32) is where the running max
     took its value first (torch names the last of equal values); a NaN is the max from where it appears."""
     x, back = self._to_last(axis)
-    v = Tensor._cummax_last(x)
+    v = self._cummax_last(x)
     n = x.shape[-1]
     if n == 0: return back(v), back(v.cast(dtypes.int32))
-    vd, io = v.detach(), Tensor._iota(n, x.device)
+    vd, io = v.detach(), self._iota(n, x.device)
     prev = vd.shrink(tuple([None] * (x.ndim - 1)) + ((0, n - 1),)).pad(((0, 0),) * (x.ndim - 1) + ((1, 0),))
     new = (vd != prev) & ~(vd.isnan() & prev.isnan()) if dtypes.is_float(x.dtype) else vd != prev
     if dtypes.is_float(x.dtype): new = new | x.detach().isnan()
     new = new | (io == 0)  # the first element always starts a run
-    return back(v), back(Tensor._cummax_last(new.where(io, 0)))
+    return back(v), back(self._cummax_last(new.where(io, 0)))
   def cummin(self, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running min along axis (see cummax)."""
     neg = self.logical_not() if self.dtype == dtypes.bool else ~self if dtypes.is_int(self.dtype) else -self
@@ -2057,9 +2060,9 @@ class Tensor(metaclass=_TensorType):
     x = x._float()
     n = x.shape[-1]
     if n == 0: return back(x)
-    c = Tensor._cummax_last(x.detach())
+    c = self._cummax_last(x.detach())
     c = c.isinf().where(0, c)
-    tri = Tensor._iota(n, x.device).reshape(n, 1) >= Tensor._iota(n, x.device).reshape(1, n)
+    tri = self._iota(n, x.device).reshape(n, 1) >= self._iota(n, x.device).reshape(1, n)
     z = tri.where(x.unsqueeze(-2) - c.unsqueeze(-1), -math.inf)
     return back(z.exp().sum(-1).log() + c)
   def sort(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
@@ -2075,12 +2078,12 @@ class Tensor(metaclass=_TensorType):
       ni, nj = xi != xi, xj != xj
       before = (before | (nj & ni.logical_not())) if descending else (before | (ni & nj.logical_not()))
       tie = tie | (ni & nj)
-    io = Tensor._iota(n, x.device)
+    io = self._iota(n, x.device)
     earlier = io.reshape(1, n) < io.reshape(n, 1)
     rank = (before | (tie & earlier)).sum(-1, dtype=dtypes.int32)  # (..., n) position of element i
     onehot = rank.unsqueeze(-1) == io.reshape(1, n)  # (..., i, r)
-    values = Tensor._select_sum(onehot, x.unsqueeze(-1), axis=-2)
-    indices = Tensor._select_sum(onehot, io.reshape(n, 1).expand(*x.shape, 1), axis=-2)
+    values = self._select_sum(onehot, x.unsqueeze(-1), axis=-2)
+    indices = self._select_sum(onehot, io.reshape(n, 1).expand(*x.shape, 1), axis=-2)
     return back(values), back(indices)
   def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
     """The indices that sort along dim (int32)."""
@@ -2097,7 +2100,7 @@ class Tensor(metaclass=_TensorType):
   # *** linear algebra ***
   def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims."""
-    if not isinstance(w, Tensor): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
+    if not isinstance(w, type(self)): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
     if self.ndim == 0 or w.ndim == 0: raise ShapeError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
     if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
@@ -2110,7 +2113,7 @@ class Tensor(metaclass=_TensorType):
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""
-    if not isinstance(x, Tensor): x = Tensor(x, device=self.device)
+    if not isinstance(x, type(self)): x = type(self)(x, device=self.device)
     return x.dot(self, dtype=dtype) if reverse else self.dot(x, dtype=dtype)
   def newton_schulz(self, steps: int, params: tuple[float, ...], eps: float = 1.0e-7) -> Tensor:
     """Orthogonalize the last two dims: scale to a Frobenius norm below one, then `steps` times X <- sum_i params[i] *
@@ -2306,7 +2309,7 @@ class Tensor(metaclass=_TensorType):
     out = w.max(axis=axes)
     if not return_indices: return out
     sp = self.shape[lead:]
-    idx = Tensor._iota(prod(sp), self.device).reshape(sp)
+    idx = self._iota(prod(sp), self.device).reshape(sp)
     idx = idx.pad(full[lead:], value=-1) if any(p != (0, 0) for p in full) else idx
     iw = idx._windows(k, s, d)
     wd = w.detach()
@@ -2315,14 +2318,14 @@ class Tensor(metaclass=_TensorType):
     # the first hit in window order: flatten the window dims, take the first true
     nw = prod(k)
     hitf = hit.reshape(*hit.shape[:-len(k)], nw)
-    first = Tensor._argfirst_static(hitf)
-    onehot = first.unsqueeze(-1) == Tensor._iota(nw, self.device)
-    ind = Tensor._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int32)
+    first = self._argfirst_static(hitf)
+    onehot = first.unsqueeze(-1) == self._iota(nw, self.device)
+    ind = self._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int32)
     return out, ind
-  @staticmethod
-  def _argfirst_static(mask: Tensor) -> Tensor:
+  @classmethod
+  def _argfirst_static(cls, mask: Tensor) -> Tensor:
     n = mask.shape[-1]
-    rev = (n - 1) - Tensor._iota(n, mask.device)
+    rev = (n - 1) - cls._iota(n, mask.device)
     return ((n - 1) - mask.where(rev, -1).max(-1)).cast(dtypes.int32)
   def max_unpool2d(self, indices: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
                    dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_size: Sequence[int] | None = None) -> Tensor:
@@ -2339,8 +2342,8 @@ class Tensor(metaclass=_TensorType):
     n_out = prod(osp)
     xf = self.reshape(*self.shape[:lead], prod(insp), 1)
     idx = indices.reshape(*self.shape[:lead], prod(insp), 1)
-    Tensor._check_index_range(idx, n_out, "max_unpool2d")
-    onehot = idx == Tensor._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
+    self._check_index_range(idx, n_out, "max_unpool2d")
+    onehot = idx == self._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
     out = onehot.where(xf, 0).sum(-2, dtype=self.dtype)
     if any(ss < dd * (kk - 1) + 1 for ss, dd, kk in zip(s, d, k)):
       # overlapping windows may name one position twice, with the same value: the value is their mean, while each
@@ -2366,7 +2369,7 @@ class Tensor(metaclass=_TensorType):
     cnt = np.zeros(xs.shape[lead:], np.int64)
     for pos in itertools.product(*[range(o) for o in cnt.shape]):
       cnt[pos] = inside[tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd) for p, ss, dd, kk in zip(pos, s, d, k))].sum()
-    return xs / Tensor(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
+    return xs / type(self)(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
   def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
     """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact".
     The dtype is kept: integer inputs (uint8 images) are rounded half up after each dim, last dim first, as torch."""
@@ -2393,7 +2396,7 @@ class Tensor(metaclass=_TensorType):
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = np.minimum(np.floor((dst + off) * (in_n / out_n)).astype(np.int64), in_n - 1)
         w[src, np.arange(out_n)] = 1
-      wt = Tensor(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
+      wt = type(self)(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
       x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
       if not dtypes.is_float(self.dtype) and mode == "linear": x = (x + 0.5).floor()
     return x.cast(self.dtype)
@@ -2438,15 +2441,15 @@ class Tensor(metaclass=_TensorType):
       vals = self.detach().numpy()
       if vals.min() < 0 or vals.max() >= num_classes:
         raise ArgumentError(f"one_hot: class values must be in [0, {num_classes}), got {int(vals.min())}..{int(vals.max())}")
-    return (self.unsqueeze(-1) == Tensor._iota(num_classes, self.device, self.dtype)).where(1, 0)
+    return (self.unsqueeze(-1) == self._iota(num_classes, self.device, self.dtype)).where(1, 0)
   def _one_hot_unchecked(self, n: int) -> Tensor:
-    return self.unsqueeze(-1) == Tensor._iota(n, self.device, self.dtype)
+    return self.unsqueeze(-1) == self._iota(n, self.device, self.dtype)
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
     """Cross entropy of logits self (..., classes) against integer labels Y (...); labels equal to ignore_index are
     left out (of the mean too)."""
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ShapeError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
     nc = self.shape[-1]
@@ -2464,7 +2467,7 @@ class Tensor(metaclass=_TensorType):
     """Cross entropy of logits self (N, C, ...) against class indices Y (N, ...) or probabilities Y (N, C, ...), as torch."""
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if self.ndim < 1: raise ShapeError("cross_entropy needs logits with a class dim")
-    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
     if Y.shape == self.shape and dtypes.is_float(Y.dtype): probs = Y
@@ -2479,7 +2482,7 @@ class Tensor(metaclass=_TensorType):
     """Negative log likelihood of log-probabilities self (N, C, ...) at class indices Y (N, ...), with optional class
     weights; a weighted mean with reduction "mean" (as torch)."""
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if not dtypes.is_int(Y.dtype): raise TypeError(f"nll_loss targets must be integers, got {Y.dtype}")
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
@@ -2501,12 +2504,12 @@ class Tensor(metaclass=_TensorType):
     return nll.sum() / w.sum() if reduction == "mean" else nll._do_reduction(reduction)
   def binary_crossentropy(self, Y: Tensor, reduction: str = "mean") -> Tensor:
     """Binary cross entropy of probabilities self against targets Y (the logs are clamped at -100, as torch)."""
-    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if Y.shape != self.shape: raise ShapeError(f"binary_crossentropy target shape {Y.shape} does not match input {self.shape}")
     return (-Y * self.log().maximum(-100) - (1 - Y) * (1 - self).log().maximum(-100))._do_reduction(reduction)
   def binary_crossentropy_logits(self, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy of logits self against targets Y, computed stably, with an optional weight of positives."""
-    if not isinstance(Y, Tensor): Y = Tensor(Y, device=self.device)
+    if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if Y.shape != self.shape: raise ShapeError(f"binary_crossentropy_logits target shape {Y.shape} does not match input {self.shape}")
     log_p, log_1mp = self.logsigmoid(), (-self).logsigmoid()
     return (-((1 if pos_weight is None else pos_weight) * Y * log_p + (1 - Y) * log_1mp))._do_reduction(reduction)
@@ -2523,7 +2526,7 @@ class Tensor(metaclass=_TensorType):
       r = self.shape[-3] // key.shape[-3]
       key, value = key.repeat_interleave(r, dim=-3), value.repeat_interleave(r, dim=-3)
     qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
-    if is_causal: attn_mask = Tensor.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril(0)
+    if is_causal: attn_mask = self.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril(0)
     if attn_mask is not None:
       if attn_mask.dtype == dtypes.bool: attn_mask = attn_mask.where(0, -math.inf)
       qk = qk + attn_mask
@@ -2605,7 +2608,7 @@ class Tensor(metaclass=_TensorType):
     if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float Tensors have gradient, this one is {self.dtype}")
     if gradient is None:
       if self.numel() != 1: raise RuntimeError(f"backward() without a gradient needs a scalar, this tensor has shape {self.shape}")
-      gradient = Tensor(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
+      gradient = type(self)(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
     if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
     order = self._deepwalk()
     if targets is not None:  # only what lies on a path to a target
@@ -2637,21 +2640,21 @@ class Tensor(metaclass=_TensorType):
     for t in targets:
       if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float Tensors have gradient, a target is {t.dtype}")
     _, grads = self._grads(gradient, {id(t) for t in targets})
-    return [grads[id(t)] if id(t) in grads else Tensor(t.lazydata.const(0), requires_grad=False) for t in targets]
+    return [grads[id(t)] if id(t) in grads else type(self)(t.lazydata.const(0), requires_grad=False) for t in targets]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Add d(self)/d(t) into t.grad for every float tensor t in the graph of self (leaves, intermediates and self) that
     is not requires_grad=False, as tinygrad; when the graph holds a tensor marked requires_grad=True (an Optimizer marks
     its parameters), only for the marked leaves, as PyTorch. The graph is kept: a second backward() adds again. .grad
     holds plain values, not recorded; use gradient() for gradients to differentiate again."""
     marked = self._rg is True
-    prev, Tensor.no_grad = Tensor.no_grad, True
+    prev, type(self).no_grad = self.no_grad, True
     try:
       order, grads = self._grads(gradient, None, marked)
       seen: set[int] = set()
       for t in itertools.chain((self,), (p for t0 in order for p in t0._ctx.parents)):  # type: ignore[union-attr]
         if id(t) in seen or (g := grads.get(id(t))) is None or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
         seen.add(id(t))
-        if t.grad is None: t.grad = Tensor(g.lazydata, requires_grad=False)
+        if t.grad is None: t.grad = type(self)(g.lazydata, requires_grad=False)
         else: t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
-    finally: Tensor.no_grad = prev
+    finally: type(self).no_grad = prev
     return self
