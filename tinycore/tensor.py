@@ -19,7 +19,8 @@ from tinycore.errors import ShapeError, ArgumentError, ArgumentTypeError, DimErr
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
-from tinycore.uop.uop import UOp, BoundVariable, sint, sym_infer, ssimplify
+from tinycore.uop.uop import UOp, BoundVariable, sint, sym_infer
+from tinycore.uop.symbolic import ssimplify
 
 def _int_overflow(v: Any, dtype: DType) -> OverflowError:
   return OverflowError(f"Python integer {v} does not fit {dtype} (range {dtypes.min(dtype)} to {dtypes.max(dtype)}): "

@@ -10,8 +10,8 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
-from tinycore.uop.uop import UOp, sint_to_uop, ssimplify
-from tinycore.uop.symbolic import simplify, linear_terms
+from tinycore.uop.uop import UOp, sint_to_uop
+from tinycore.uop.symbolic import simplify, ssimplify, linear_terms
 
 def _identity(op: Ops, dt) -> object:  # noqa: ANN001
   return 0 if op is Ops.ADD else dtypes.min(dt)
