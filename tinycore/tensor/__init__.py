@@ -28,7 +28,8 @@ from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
-from tinycore.uop.uop import UOp, sint, sym_infer, ssimplify
+from tinycore.uop.uop import UOp, sint, sym_infer
+from tinycore.uop.symbolic import ssimplify
 from tinycore.tensor.args import _check_differentiable, _frompy, _py_int_dtype
 from tinycore.tensor.creation import CreationMixin
 from tinycore.tensor.movement import MovementMixin

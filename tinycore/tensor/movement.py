@@ -8,7 +8,8 @@ import tinycore.function as F
 from tinycore.dtype import dtypes, least_upper_dtype
 from tinycore.helpers import argfix, prod, make_tuple, flatten, ceildiv
 from tinycore.errors import ShapeError, ArgumentError, DimError
-from tinycore.uop.uop import UOp, sint, ssimplify
+from tinycore.uop.uop import UOp, sint
+from tinycore.uop.symbolic import ssimplify
 from tinycore.tensor.args import _bound_vals, _same, _sym
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 

@@ -8,7 +8,8 @@ from tinycore.dtype import DType, dtypes, to_dtype
 from tinycore.helpers import prod, ceildiv
 from tinycore.lazy import LazyBuffer
 from tinycore.errors import ShapeError
-from tinycore.uop.uop import UOp, ssimplify
+from tinycore.uop.uop import UOp
+from tinycore.uop.symbolic import ssimplify
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 class ReduceMixin:
