@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tinycore.function as F
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
+from tinycore.helpers import all_int
 from tinycore.lazy import LazyBuffer
 from tinycore.errors import ShapeError, ArgumentError, DimError, DTypeError
 from tinycore.ops import Ops
@@ -20,6 +21,12 @@ class ElementwiseMixin:
     x = self
     if y.__class__ is type(self) and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
       return (y, x) if reverse else (x, y)  # the common case: nothing to cast or broadcast
+    if (y.__class__ is float or y.__class__ is int) and dtypes.is_float((xl := x.lazydata).dtype) and y == y and not xl.var_vals \
+       and all_int(xl.shape):
+      # a python number with a float tensor: its constant made at x's shape on the lazy graph (the same CONST and views
+      # as below, without a Tensor-level reshape and expand: ~10x less Python per op)
+      c = type(self)(xl.const(y), requires_grad=False)
+      return (c, x) if reverse else (x, c)
     if not isinstance(y, type(self)):
       if isinstance(y, (np.ndarray, list, tuple)): y = type(self)(y, device=x.device)
       else:
