@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinycore import Tensor
-from tinycore.device import CompileError
+from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore_conformance.tensorutil import programs_for
 

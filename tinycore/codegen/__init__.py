@@ -5,7 +5,7 @@ from typing import Any
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, NOOPT, BEAM, GRAPHUOPS, prod
 from tinycore.ops import Ops, GroupOp
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore.uop.uop import UOp, sint
 from tinycore.uop.rewrite import graph_rewrite
 from tinycore.uop.symbolic import symbolic

@@ -11,14 +11,12 @@ types) and fails level 2, each failure saying what to implement next. Work throu
 The guide is docs/writing-a-backend.md in the tinycore repository."""
 from __future__ import annotations
 from typing import Any, Sequence
-from tinycore.device import Allocator, BufferSpec, Compiler, Program
+from tinycore.backend import Allocator, Backend, BufferSpec, Compiler, Program, Renderer
 from tinycore.dtype import dtypes
-from tinycore.plugin import Backend
-from tinycore.renderer import Renderer
 from tinycore.uop.uop import UOp
 
 # The tinycore API this plugin is written against. tinycore refuses plugins built for another major version.
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 DEVICE = "MYACCEL"
 GUIDE = "docs/writing-a-backend.md"
 
@@ -41,7 +39,7 @@ class MyAllocator(Allocator):
   def _copyout(self, dest: memoryview, src: Any) -> None: raise todo(2, "MyAllocator._copyout: copy a device buffer's bytes to the host")
 
 class MyCompiler(Compiler):
-  """Source -> binary. TODO(level 3): compile with your toolchain; raise tinycore.device.CompileError carrying the
+  """Source -> binary. TODO(level 3): compile with your toolchain; raise tinycore.backend.CompileError carrying the
   compiler's own message when the source is broken. The cache key names the toolchain (compiler, version, target, flags):
   compiled kernels are cached on disk under it."""
   cachekey = "myaccel:TODO-toolchain-version"

@@ -2,8 +2,7 @@
 from __future__ import annotations
 import os, subprocess, sys
 import pytest
-from tinycore.device import DeviceError
-from tinycore.plugin import API_VERSION, DeviceSpec, api_compatible
+from tinycore.backend import API_VERSION, DeviceError, DeviceSpec, api_compatible
 import tinygrad_opencl
 
 def _py(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -107,8 +106,7 @@ def test_opencl_index_semantics(cldev):
   with pytest.raises(DeviceError, match=f"OPENCL:{n} does not exist"): tinygrad_opencl.tinycore_compiler(device=f"OPENCL:{n}")
 
 def test_hooks_return_contract_types(cldev):
-  from tinycore.device import Allocator, Compiler, Program
-  from tinycore.renderer import Renderer
+  from tinycore.backend import Allocator, Compiler, Program, Renderer
   assert isinstance(tinygrad_opencl.tinycore_allocator(device="OPENCL"), Allocator)
   assert isinstance(tinygrad_opencl.tinycore_compiler(device="OPENCL"), Compiler)
   assert isinstance(tinygrad_opencl.tinycore_renderer(device="OPENCL"), Renderer)
