@@ -100,3 +100,12 @@ def test_misspelt_hook_is_listed_broken_and_others_work(fake_plugin):
   """, **env)
   assert "[3.0, 6.0]" in r.stdout, r.stderr
   assert "ERR device MISSPELT (plugin misspelt 0.7) cannot be used: plugin misspelt 0.7 is broken: hook tinycore_renderr" in r.stdout
+
+# *** the reference page is generated from these docstrings ***
+
+def test_backend_reference_is_current_and_complete():
+  import sys
+  sys.path.insert(0, str(CORE.parent / "docs"))
+  from gen_backend_reference import OUT, render, undocumented
+  assert undocumented() == [], "every setting and public method of the contract needs a docstring"
+  assert OUT.read_text() == render(), "run `python docs/gen_backend_reference.py` to regenerate docs/backend-reference.md"

@@ -73,8 +73,11 @@ class DeviceError(RuntimeError):
 class BufferSpec:
   """Allocation options a backend may honour (host-visible memory, uncached, ...); one that it cannot honour it ignores."""
   host: bool = False
+  """Memory the host can read and write directly (pinned or mapped)."""
   uncached: bool = False
+  """Memory the device does not cache (written by the host while kernels run)."""
   nolru: bool = False
+  """Freed at once, never kept by LRUAllocator for reuse."""
 
 class Allocator:
   """Device memory. A backend implements _alloc, _free, _copyin, _copyout; the rest is optional.
@@ -86,32 +89,50 @@ class Allocator:
   a view is never freed: its base is, after every view of it is gone), _as_buffer(buf) -> memoryview for zero-copy host
   access, _transfer(dest, src, nbytes, src_dev, dest_dev) for device-to-device copies, synchronize()."""
   def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
+    """A handle to `size` bytes of device memory (the core's entry point; a backend implements _alloc)."""
     if size < 0: raise ValueError(f"cannot allocate a buffer of negative size {size}")
     return self._alloc(size, options or BufferSpec())
-  def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None: self._free(opaque, options or BufferSpec())
-  def copyin(self, dest: Any, src: memoryview) -> None: self._copyin(dest, src)
-  def copyout(self, dest: memoryview, src: Any) -> None: self._copyout(dest, src)
-  def synchronize(self) -> None: pass
-  def _alloc(self, size: int, options: BufferSpec) -> Any: raise NotImplementedError
-  def _free(self, opaque: Any, options: BufferSpec) -> None: pass
-  def _copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError
-  def _copyout(self, dest: memoryview, src: Any) -> None: raise NotImplementedError
+  def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None:
+    """Releases a handle alloc returned (the core calls it once per handle, with the size it asked for)."""
+    self._free(opaque, options or BufferSpec())
+  def copyin(self, dest: Any, src: memoryview) -> None:
+    """Host bytes into the buffer `dest` (src has exactly the buffer's size)."""
+    self._copyin(dest, src)
+  def copyout(self, dest: memoryview, src: Any) -> None:
+    """The buffer `src` into host bytes (dest has exactly the buffer's size); waits for kernels that write it."""
+    self._copyout(dest, src)
+  def synchronize(self) -> None:
+    """Waits until every kernel launched on this device has finished (the core calls it before timing and reading)."""
+  def _alloc(self, size: int, options: BufferSpec) -> Any:
+    """A new buffer of `size` bytes (size may be 0): its handle. MemoryError when the device cannot hold it."""
+    raise NotImplementedError
+  def _free(self, opaque: Any, options: BufferSpec) -> None:
+    """Releases the memory of a handle _alloc returned."""
+  def _copyin(self, dest: Any, src: memoryview) -> None:
+    """Host bytes into the buffer; see copyin."""
+    raise NotImplementedError
+  def _copyout(self, dest: memoryview, src: Any) -> None:
+    """The buffer into host bytes; see copyout."""
+    raise NotImplementedError
 
 class LRUAllocator(Allocator):
   """Keeps freed buffers by (size, options) and hands them out again: fresh memory costs page faults. `_free` runs only
   when the cache is emptied (on a MemoryError, or `free_cache()`) or for buffers allocated with BufferSpec(nolru=True)."""
   def __init__(self) -> None: self.cache: dict[tuple[int, BufferSpec | None], list[Any]] = {}
   def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
+    """A cached buffer of this size and options when there is one, else a new one (on MemoryError: the cache freed, once more)."""
     if (c := self.cache.get((size, options))): return c.pop()
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()
       return super().alloc(size, options)
   def free_cache(self) -> None:
+    """Frees every cached buffer with _free."""
     for (_, opt), bufs in self.cache.items():
       for b in bufs: self._free(b, opt or BufferSpec())
     self.cache.clear()
   def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None:
+    """Keeps the buffer for reuse (unless options.nolru)."""
     if options is None or not options.nolru: self.cache.setdefault((size, options), []).append(opaque)
     else: super().free(opaque, size, options)
 
@@ -122,12 +143,18 @@ class Compiler:
   binaries are cached on disk under it, so a changed toolchain never reuses an old binary. None disables caching.
   `compile` raises CompileError carrying the compiler's message for source that does not compile."""
   cachekey: str | None = None
-  def compile(self, src: str) -> bytes: return src.encode()
+  """The toolchain's name, version, target and flags; binaries are cached on disk under (cachekey, source). None: no cache."""
+  def compile(self, src: str) -> bytes:
+    """The binary of the rendered source (what Program receives as lib); CompileError with the compiler's output."""
+    return src.encode()
   def compile_cached(self, src: str) -> bytes:
+    """compile, through the disk cache (the core's entry point)."""
     if self.cachekey is None: return self.compile(src)
     if (lib := diskcache_get(self.cachekey, src)) is None: lib = diskcache_put(self.cachekey, src, self.compile(src))
     return lib
-  def disassemble(self, lib: bytes) -> str: return ""
+  def disassemble(self, lib: bytes) -> str:
+    """A readable listing of a binary (shown at DEBUG=5); empty when the backend has none."""
+    return ""
 
 def device_index(device: str, name: str) -> int | None:
   """The index n of `device` when it is `name` or `name:n` (0 for `name`), None when it names another device; a
@@ -160,8 +187,11 @@ class Program:
 class TensorCore:
   """A matrix unit: computes (M,K)@(K,N) tiles of dtype_in, accumulating in dtype_out."""
   dims: tuple[int, int, int]
+  """(M, N, K): the tile the unit multiplies."""
   dtype_in: DType
+  """The dtype of the tiles multiplied."""
   dtype_out: DType
+  """The dtype of the accumulator."""
 
 # the dtypes a bare Renderer declares: what every target has
 MINIMAL_DTYPES: tuple[DType, ...] = (dtypes.bool, dtypes.int32, dtypes.float32)
@@ -173,20 +203,33 @@ class Renderer:
   bool/int32/float32, scalar code), so a backend claims exactly what it sets. `render(name, uops)` returns the source
   text that the backend's Compiler.compile receives."""
   device: str = ""
-  has_local: bool = False         # local ids and work-groups exist; False: global dims become loops, no SPECIAL lidx, local_size None
-  has_shared: bool = False        # local (shared) memory and barriers exist (needs has_local)
-  global_max: tuple[int, ...] | None = None   # largest global size per dim; None: unbounded (dims that become loops)
-  local_max: tuple[int, ...] | None = None    # largest local size per dim (has_local only)
-  shared_max: int = 0             # bytes of shared memory a kernel may use (has_shared only)
-  max_upcast: int = 16            # largest number of values a kernel may keep in registers per thread (per axis)
-  vector_widths: tuple[int, ...] = (1,)  # vector lengths the renderer can emit for loads and stores
+  """The device string this renderer renders for ("CUDA:1"); set by the backend's factory."""
+  has_local: bool = False
+  """Work-groups and thread ids exist: kernels get SPECIAL gidxN/lidxN ids and run with a local_size. False: the global
+  dims become loops, no SPECIAL is ever rendered and the Program gets local_size=None (a CPU)."""
+  has_shared: bool = False
+  """Local (shared) memory and barriers exist: DEFINE_LOCAL and BARRIER may appear. Needs has_local."""
+  global_max: tuple[int, ...] | None = None
+  """The largest global size (number of groups) per dim; None: unbounded (with has_local=False the dims are loops)."""
+  local_max: tuple[int, ...] | None = None
+  """The largest local size (threads per group) per dim; three positive ints when has_local, else None."""
+  shared_max: int = 0
+  """Bytes of local memory one kernel may use (has_shared only)."""
+  max_upcast: int = 16
+  """The most values a kernel may keep in registers per thread along one axis (the heuristics' unroll limit)."""
+  vector_widths: tuple[int, ...] = (1,)
+  """Vector lengths the renderer can emit for loads, stores and the vector ALU ops; (1,) renders scalar code only."""
   tensor_cores: list[TensorCore] = field(default_factory=list)
-  dtypes: tuple[DType, ...] = MINIMAL_DTYPES  # element dtypes kernels may use; the conformance suite tests exactly these
+  """Matrix units the code generator may use; empty for none."""
+  dtypes: tuple[DType, ...] = MINIMAL_DTYPES
+  """Element dtypes kernels may use; the conformance suite tests exactly these (and skips the others as 'not declared')."""
 
   def supported_dtypes(self) -> tuple[DType, ...]:
     """The dtypes kernels may use on this device; the conformance suite tests exactly these."""
     return self.dtypes
-  def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError(f"{type(self).__name__} does not implement render")
+  def render(self, name: str, uops: list[UOp]) -> str:
+    """The source of kernel `name` (the function name Program will look up) from the linear program `uops`."""
+    raise NotImplementedError(f"{type(self).__name__} does not implement render")
 
 # *** the device: its parts together ***
 
@@ -196,7 +239,9 @@ class Compiled:
                plugin: str = ""):
     self.device, self.allocator, self.renderer, self.compiler, self.program, self.plugin = \
       device, allocator, renderer, compiler, program, plugin
-  def synchronize(self) -> None: self.allocator.synchronize()
+  def synchronize(self) -> None:
+    """Waits for every kernel launched on this device (the allocator's synchronize)."""
+    self.allocator.synchronize()
   def __repr__(self) -> str: return f"<Compiled {self.device} from {self.plugin}>"
 
 # *** the hooks ***
@@ -206,29 +251,39 @@ hookimpl = pluggy.HookimplMarker("tinycore")
 
 @dataclass
 class DeviceSpec:
-  """What a plugin says about one device it provides.
-  name: upper-case identifier users type (DEV=NAME). priority: which available device is the default when the user names
-  none (highest wins; PYTHON has 0, CLANG 10, OPENCL 5, GPUs 40): choose above 10 only for an accelerator users want
-  over the CPU whenever it is present, below 0 for a device only asked for by name. check: returns None when the device
-  can open here, else the reason it cannot (for example 'no libcuda.so found'); called lazily, once."""
+  """What a plugin says about one device it provides (Backend makes it from its own fields)."""
   name: str
+  """The upper-case identifier users type: `DEV=NAME`, `Tensor(x, device="NAME:1")`."""
   priority: int = 0
+  """Which device is the default when the user names none: the available device with the highest priority (ties: by
+  name). PYTHON has 0, OPENCL 5, CLANG 10, the GPUs 40. Choose above 10 only for an accelerator that users want instead
+  of the CPU whenever it is present; 1-9 for a device that should win only over PYTHON; below 0 for a device used only
+  when asked for by name (an emulator, a test double)."""
   api_version: str = API_VERSION
+  """The contract version the device was written against: the plugin's TINYCORE_API_VERSION."""
   check: Callable[[], str | None] = lambda: None
+  """None when the device can open here, else the reason it cannot, in words a user can act on ('no libcuda.so found:
+  install the NVIDIA driver'); called lazily, at most once, and never raising."""
   description: str = ""
+  """One line shown by `python -m tinycore devices`."""
 
 class BackendSpec:
   """The hooks a backend plugin implements. Each part hook receives the full device string, e.g. 'OPENCL:1'."""
   @hookspec
-  def tinycore_devices(self) -> list[DeviceSpec]: ...  # type: ignore[empty-body]
+  def tinycore_devices(self) -> list[DeviceSpec]:  # type: ignore[empty-body]
+    """The devices the plugin provides; called once when the registry loads. Must not open a driver."""
   @hookspec(firstresult=True)
-  def tinycore_allocator(self, device: str) -> Allocator | None: ...
+  def tinycore_allocator(self, device: str) -> Allocator | None:
+    """The Allocator of `device` ("NAME" or "NAME:n"), None for another plugin's device; may need the hardware."""
   @hookspec(firstresult=True)
-  def tinycore_renderer(self, device: str) -> Renderer | None: ...
+  def tinycore_renderer(self, device: str) -> Renderer | None:
+    """The Renderer of `device`, None for another's; must work without the hardware (--compile-only)."""
   @hookspec(firstresult=True)
-  def tinycore_compiler(self, device: str) -> Compiler | None: ...
+  def tinycore_compiler(self, device: str) -> Compiler | None:
+    """The Compiler of `device`, None for another's; must work without the hardware (--compile-only)."""
   @hookspec(firstresult=True)
-  def tinycore_program(self, device: str) -> type[Program] | None: ...
+  def tinycore_program(self, device: str) -> type[Program] | None:
+    """The Program class (not an instance) of `device`, None for another's; may need the hardware."""
 
 HOOK_NAMES = tuple(n for n in vars(BackendSpec) if n.startswith("tinycore_"))
 
@@ -280,14 +335,23 @@ class Backend:
   driver. `program` returns the Program class (not an instance). See DeviceSpec for name, priority and check;
   `api_version` is the plugin's TINYCORE_API_VERSION (pass it: the default is the core's own version)."""
   name: str
+  """The device name, as DeviceSpec.name."""
   allocator: Callable[[str, int], Allocator]
+  """`(device, n) -> Allocator`, called when the device opens (once per device string)."""
   renderer: Callable[[str, int], Renderer]
+  """`(device, n) -> Renderer`; must work without the hardware."""
   compiler: Callable[[str, int], Compiler]
+  """`(device, n) -> Compiler`; must work without the hardware."""
   program: Callable[[str, int], type[Program]]
+  """`(device, n) -> the Program class`."""
   priority: int = 0
+  """As DeviceSpec.priority: how to choose it is said there."""
   check: Callable[[], str | None] = lambda: None
+  """As DeviceSpec.check."""
   description: str = ""
+  """As DeviceSpec.description."""
   api_version: str = API_VERSION
+  """The plugin's TINYCORE_API_VERSION: pass it (the default is the version of whichever core is installed)."""
 
   def index(self, device: str) -> int | None:
     """The index of a device string of this backend, None for another backend's."""

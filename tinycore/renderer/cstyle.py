@@ -90,16 +90,22 @@ class CStyleLanguage(Renderer):
 
   # *** spellings a subclass may override ***
   def render_dtype(self, dt: DType) -> str:
+    """A dtype's spelling: type_map's for a scalar, the scalar's plus the count for a vector (`float4`), `T*` for a pointer."""
     if isinstance(dt, PtrDType): return self.render_dtype(dt.base) + "*"
     if dt.count > 1: return self.type_map[dt.scalar()] + str(dt.count)
     return self.type_map[dt]
-  def render_cast(self, x: str, dt: DType, from_dt: DType) -> str: return f"(({self.render_dtype(dt)})({x}))"
+  def render_cast(self, x: str, dt: DType, from_dt: DType) -> str:
+    """A value converted to dt (CAST): a C cast by default."""
+    return f"(({self.render_dtype(dt)})({x}))"
   def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
+    """The bits of x (an lvalue: the walk stores the value in a variable first) read as dt (BITCAST)."""
     return f"(*(({self.render_dtype(dt)}*)&({x})))"
   def render_math(self, op: Ops, x: str, dt: DType) -> str:
+    """EXP2, LOG2, SIN, SQRT (through math_fns) and RECIP of x of dtype dt (a vector dtype for the ops in vector_alu)."""
     if op is Ops.RECIP: return f"(1/{x})" if not dtypes.is_float(dt) else f"({self.render_const(1.0, dt.scalar())}/{x})"
     return f"{self.math_fns[op]}({x})"
   def render_const(self, x: float | int | bool, dt: DType) -> str:
+    """A literal of dtype dt, NaN and inf through `nan` and `infinity`, the suffixes C needs; a vector's lanes vectorized."""
     # a vector constant (the code generator makes them, e.g. for uint32 vectors) is its lanes, vectorized
     if dt.count > 1: return self.render_vectorize([self.render_const(x, dt.scalar())] * dt.count, dt)
     if dtypes.is_float(dt):
@@ -115,13 +121,24 @@ class CStyleLanguage(Renderer):
     if dt == dtypes.int32 and x == dtypes.min(dtypes.int32): return "(-2147483647-1)"
     return str(int(x)) if dt == dtypes.int32 else self.render_cast(str(int(x)), dt, dtypes.int32)
   # vectors (used where the renderer declares vector_widths > 1 and lists the ops and dtypes in vector_alu, vector_dtypes)
-  def render_vectorize(self, xs: list[str], dt: DType) -> str: return f"(({self.render_dtype(dt)}){{{','.join(xs)}}})"
-  def render_gep(self, x: str, i: int, dt: DType) -> str: return f"{x}[{i}]"
-  def render_vector_load(self, buf: str, idx: str, dt: DType) -> str: return f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
-  def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {val};"
+  def render_vectorize(self, xs: list[str], dt: DType) -> str:
+    """A vector of dtype dt from its lanes' spellings (VECTORIZE): a compound literal by default."""
+    return f"(({self.render_dtype(dt)}){{{','.join(xs)}}})"
+  def render_gep(self, x: str, i: int, dt: DType) -> str:
+    """Lane i of the vector x of dtype dt (GEP)."""
+    return f"{x}[{i}]"
+  def render_vector_load(self, buf: str, idx: str, dt: DType) -> str:
+    """dt.count consecutive elements at buf+idx as one vector; see vector_dtypes on alignment."""
+    return f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
+  def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str:
+    """The statement storing vector val at buf+idx."""
+    return f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {val};"
   def render_local(self, name: str, dt: DType, size: int) -> str:
+    """The declaration of a local-memory array of `size` elements (DEFINE_LOCAL; has_shared only)."""
     return f"{self.smem_align}{self.smem_prefix}{self.render_dtype(dt)} {name}[{size}];"
   def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
+    """The whole source: prefix, then the kernel's signature with its arguments (bufs: (name, dtype, written) in launch
+    order: buffers by number, then int variables sorted by name), then the body's lines."""
     args = [f"{self.buffer_prefix}{'' if mut else 'const '}{self.render_dtype(dt)}{self.buffer_suffix} {n}" if isinstance(dt, PtrDType)
             else f"{self.arg_int_prefix} {n}" for n, dt, mut in bufs]
     return f"{prefix}{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}"
@@ -134,6 +151,7 @@ class CStyleLanguage(Renderer):
 
   # *** the walk over the linear program ***
   def render(self, name: str, uops: list[UOp]) -> str:
+    """Walks the linear program once, spelling each UOp with the settings and methods above (see the module docstring)."""
     r: dict[UOp, str] = {}
     body: list[str] = []
     bufs: list[tuple[str, DType, bool]] = []
