@@ -4,7 +4,8 @@ A backend is a Python module (its distribution registers it under the entry-poin
 declares `TINYCORE_API_VERSION` and one `Backend(...)`, and binds the five hooks `Backend.hookimpls()` makes:
 
   TINYCORE_API_VERSION = "1.2.0"
-  BACKEND = Backend("MYDEV", allocator=..., renderer=..., compiler=..., program=..., priority=0, check=..., api_version=TINYCORE_API_VERSION)
+  BACKEND = Backend("MYDEV", allocator=..., renderer=..., compiler=..., program=..., priority=0, check=...,
+                    api_version=TINYCORE_API_VERSION)
   tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
 
 The hooks (`BackendSpec`), what each receives and returns, and when the core calls it:
