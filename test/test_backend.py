@@ -89,6 +89,7 @@ def test_misspelt_hook_is_listed_broken_and_others_work(fake_plugin):
     @hookimpl
     def tinycore_renderr(device): return py.PythonRenderer()
   """, version="0.7")
+  env["DEV"] = ""  # the default device, whatever this process was told
   r = run_python("import runpy, sys; sys.argv = ['tinycore', 'devices']; runpy.run_module('tinycore', run_name='__main__')", **env)
   line = next(x for x in r.stdout.splitlines() if x.startswith("MISSPELT"))
   assert "misspelt 0.7" in line and "broken:" in line and "tinycore_renderr" in line, r.stdout + r.stderr
