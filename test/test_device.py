@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import tinycore
 from tinycore import Tensor, Device, DeviceError
-from tinycore.plugin import API_VERSION, Backend, api_compatible, device_index, lazy, open_once, registry
+from tinycore.backend import API_VERSION, Backend, api_compatible, device_index, lazy, open_once
+from tinycore.plugin import registry
+from tinycore_conformance.fixtures import write_fake_plugin as fake_distribution
 
 ROOT = pathlib.Path(tinycore.__file__).parent.parent
 
@@ -12,15 +14,6 @@ def run_py(code: str, env: dict | None = None, python: str = sys.executable) -> 
   e = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEBUG", "CLANG", "PYTHON")}
   e.update(env or {})
   return subprocess.run([python, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=e, timeout=120)
-
-def fake_distribution(tmp: pathlib.Path, name: str, module_src: str) -> pathlib.Path:
-  """A minimal installed distribution (dist-info with an entry point) whose module is module_src."""
-  (tmp / f"{name}_mod.py").write_text(textwrap.dedent(module_src))
-  di = tmp / f"{name}-0.1.dist-info"
-  di.mkdir()
-  (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-  (di / "entry_points.txt").write_text(f"[tinycore.backends]\n{name} = {name}_mod\n")
-  return tmp
 
 def test_devices_listed():
   names = registry.device_names()

@@ -7,17 +7,11 @@ tinycore/a/b/__init__.py), not on its parent packages' __init__ files. A circle 
 others through such imports."""
 from __future__ import annotations
 import ast, functools, pathlib
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = "tinycore"
 MAX_LINES = 800
 STUBS = ("import_module", "__import__", "lazy")  # calls whose first argument names a module that gets imported
-
-# circles that another branch removes: strict xfails, so the integrator deletes the entry when it merges
-KNOWN_CIRCLES = {
-  ("tinycore/device.py", "tinycore/plugin.py", "tinycore/runtime/python.py"): "branch contract: the contract moves to tinycore/backend.py",
-}
 
 def _file_of(module: str) -> pathlib.Path | None:
   """The file that defines a dotted module name, if it is one of ours."""
@@ -77,13 +71,8 @@ def describe(circle: tuple[str, ...]) -> str:
 def line_counts() -> dict[str, int]: return {f: len((ROOT / f).read_text().splitlines()) for f in import_graph()}
 
 def test_no_import_circle():
-  new = [c for c in circles() if c not in KNOWN_CIRCLES]
+  new = circles()
   assert not new, "import circles in tinycore/ (an import inside a function counts too):\n" + "\n".join(describe(c) for c in new)
-
-@pytest.mark.parametrize("circle", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=r), id="+".join(pathlib.Path(f).stem for f in c))
-                                    for c, r in KNOWN_CIRCLES.items()])
-def test_known_circle_is_gone(circle):
-  assert circle not in circles(), describe(circle)
 
 def test_no_file_over_limit():
   big = {f: n for f, n in line_counts().items() if n > MAX_LINES}

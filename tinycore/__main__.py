@@ -3,14 +3,15 @@ from __future__ import annotations
 import argparse, sys
 
 def devices() -> int:
-  from tinycore.device import Device, DeviceError
+  from tinycore.backend import DeviceError
+  from tinycore.device import Device
   from tinycore.plugin import registry
   try: default = Device.DEFAULT
   except DeviceError as e: default = f"none ({e})"
   rows = []
   for e in registry.all_entries():
     why = e.reason()
-    rows.append((e.name, f"{e.plugin} {e.version}", "ok" if why is None else f"unavailable: {why}",
+    rows.append((e.name, f"{e.plugin} {e.version}", "ok" if why is None else f"broken: {why}" if e.error is not None else f"unavailable: {why}",
                  e.spec.description if e.spec is not None and why is None else ""))
   w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
   for name, plugin, status, desc in rows:

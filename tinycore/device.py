@@ -1,91 +1,16 @@
-"""Devices and buffers: the registry, the base classes a backend implements, and lazily allocated Buffers."""
+"""Devices and buffers: `Device`, the opened devices by name and the default one, and lazily allocated Buffers.
+
+What a backend implements lives in tinycore.backend; how backends are found, in tinycore.plugin. The base classes are
+re-exported here for plugins published against API 1.0/1.1 (`from tinycore.device import Allocator`); new code imports
+them from tinycore.backend."""
 from __future__ import annotations
 import os, re, functools
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 import numpy as np
+from tinycore.backend import Allocator, BufferSpec, Compiled, CompileError, Compiler, DeviceError, LRUAllocator, Program  # noqa: F401
 from tinycore.dtype import DType, dtypes, to_np_dtype
-from tinycore.helpers import DEBUG, DEV, GlobalCounters, diskcache_get, diskcache_put
-from tinycore.renderer import Renderer
-
-class CompileError(RuntimeError):
-  """A kernel failed to compile; the message carries the compiler's own output."""
-
-class DeviceError(RuntimeError):
-  """A device was asked for that does not exist, failed to load, or cannot open here."""
-
-@dataclass(frozen=True)
-class BufferSpec:
-  """Allocation options a backend may honour (host-visible memory, uncached, ...)."""
-  host: bool = False
-  uncached: bool = False
-  nolru: bool = False
-
-class Allocator:
-  """Device memory. A backend implements _alloc, _free, _copyin, _copyout; the rest is optional.
-
-  Optional: _offset(buf, size, offset) for zero-copy sub-buffers, _as_buffer(buf) -> memoryview for zero-copy host
-  access, _transfer(dest, src, nbytes, src_dev, dest_dev) for device-to-device copies, synchronize()."""
-  def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
-    if size < 0: raise ValueError(f"cannot allocate a buffer of negative size {size}")
-    return self._alloc(size, options or BufferSpec())
-  def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None: self._free(opaque, options or BufferSpec())
-  def copyin(self, dest: Any, src: memoryview) -> None: self._copyin(dest, src)
-  def copyout(self, dest: memoryview, src: Any) -> None: self._copyout(dest, src)
-  def synchronize(self) -> None: pass
-  def _alloc(self, size: int, options: BufferSpec) -> Any: raise NotImplementedError
-  def _free(self, opaque: Any, options: BufferSpec) -> None: pass
-  def _copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError
-  def _copyout(self, dest: memoryview, src: Any) -> None: raise NotImplementedError
-
-class LRUAllocator(Allocator):
-  """Keeps freed buffers by (size, options) and hands them out again: fresh memory costs page faults."""
-  def __init__(self) -> None: self.cache: dict[tuple[int, BufferSpec | None], list[Any]] = {}
-  def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
-    if (c := self.cache.get((size, options))): return c.pop()
-    try: return super().alloc(size, options)
-    except MemoryError:
-      self.free_cache()
-      return super().alloc(size, options)
-  def free_cache(self) -> None:
-    for (_, opt), bufs in self.cache.items():
-      for b in bufs: self._free(b, opt or BufferSpec())
-    self.cache.clear()
-  def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None:
-    if options is None or not options.nolru: self.cache.setdefault((size, options), []).append(opaque)
-    else: super().free(opaque, size, options)
-
-class Compiler:
-  """Turns rendered source into a loadable binary. `cachekey` names the toolchain (compiler, version, flags):
-  binaries are cached on disk under it, so a changed toolchain never reuses an old binary. None disables caching."""
-  cachekey: str | None = None
-  def compile(self, src: str) -> bytes: return src.encode()
-  def compile_cached(self, src: str) -> bytes:
-    if self.cachekey is None: return self.compile(src)
-    if (lib := diskcache_get(self.cachekey, src)) is None: lib = diskcache_put(self.cachekey, src, self.compile(src))
-    return lib
-  def disassemble(self, lib: bytes) -> str: return ""
-
-class Program:
-  """A loaded kernel. Called with device buffers, launch sizes and the values of symbolic Variables; with
-  wait=True it blocks until done and returns the run time in seconds."""
-  def __init__(self, device: str, name: str, lib: bytes): self.device, self.name, self.lib = device, name, lib
-  def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = (1, 1, 1),
-               vals: Sequence[int] = (), wait: bool = False) -> float | None: raise NotImplementedError
-  def launcher(self, bufs: Sequence[Any], global_size: Sequence[int], local_size: Sequence[int] | None,
-               vals: Sequence[int] = ()) -> Callable[[], Any]:
-    """This kernel bound to fixed device buffers and launch arguments, as a call without arguments (a TinyJit replay
-    runs a list of these): a backend may do here, once, the work its __call__ does on every launch."""
-    return functools.partial(self, *bufs, global_size=global_size, local_size=local_size, vals=vals)
-
-class Compiled:
-  """Everything the core needs from one device: its allocator, renderer, compiler and program class."""
-  def __init__(self, device: str, allocator: Allocator, renderer: Renderer, compiler: Compiler, program: type[Program],
-               plugin: str = ""):
-    self.device, self.allocator, self.renderer, self.compiler, self.program, self.plugin = \
-      device, allocator, renderer, compiler, program, plugin
-  def synchronize(self) -> None: self.allocator.synchronize()
-  def __repr__(self) -> str: return f"<Compiled {self.device} from {self.plugin}>"
+from tinycore.helpers import DEBUG, DEV, GlobalCounters
+from tinycore.plugin import DEVICE_ALIASES, registry
 
 class _Device:
   """The device registry: `Device["CLANG"]` opens a device once; `Device.DEFAULT` is where new tensors live."""
@@ -106,7 +31,6 @@ class _Device:
     if (d := self._opened.get(device)) is None: self._opened[device] = d = self._open(device)
     return d
   def _open(self, device: str) -> Compiled:
-    from tinycore.plugin import registry
     d = registry.open(device)
     if DEBUG >= 1: print(f"opened device {device} from pid:{os.getpid()}")
     return d
@@ -124,8 +48,6 @@ class _Device:
     self._dev_cache = (DEV.value, self.canonicalize(DEV.value))
     return self._dev_cache[1]
   def _pick_default(self) -> str:
-    from tinycore.plugin import registry
-    from tinycore.plugin import DEVICE_ALIASES
     for name in [*registry.device_names(), *DEVICE_ALIASES]:
       if os.getenv(name, "") not in ("", "0") and re.fullmatch(r"\d+", os.environ[name]): return name
     for name in registry.available_devices(): return name
@@ -139,13 +61,11 @@ class _Device:
     return type(self[ix])
   def can_open(self, device: str) -> bool:
     """Whether an installed device opens here; a name no plugin provides raises DeviceError at once."""
-    from tinycore.plugin import registry
     if registry.resolve(self.canonicalize(device).split(":")[0]) not in registry.device_names(): self[device]
     try: self[device]
     except DeviceError: return False
     return True
   def get_available_devices(self) -> list[str]:
-    from tinycore.plugin import registry
     return registry.available_devices()
 
 Device = _Device()

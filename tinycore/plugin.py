@@ -1,118 +1,25 @@
-"""The backend contract: a pluggy hook specification and the discovery of backends through entry points.
+"""Discovery of backends: the built-in PYTHON device and every entry point of group `tinycore.backends`, loaded once,
+lazily and fault-tolerantly (the contract itself, what a backend implements, is tinycore.backend).
 
-A backend is a module registered under the entry-point group `tinycore.backends`. It declares
-`TINYCORE_API_VERSION` (the core API it was built for) and implements these hooks with `@hookimpl`.
-Discovery is lazy and fault-tolerant: a plugin that fails to import is listed with its error and never
-breaks `import tinycore`; asking for its device raises one clear error naming plugin, device and cause.
+A plugin that fails to import, declares an incompatible API version, or defines hooks that do not match the spec
+(a misspelt name, arguments the spec does not give) is listed with the reason, naming its distribution, version and
+the offending hook, and never breaks `import tinycore` or another device; asking for its device raises that DeviceError.
 
-`Backend` declares a plugin's device in a few lines and makes the five hooks from it; a plugin may still write any hook
-by hand (the hookspec is the contract, `Backend` only one way to meet it)."""
+The contract's names are re-exported here for plugins published against API 1.0/1.1 (`from tinycore.plugin import
+hookimpl`); new code imports them from tinycore.backend."""
 from __future__ import annotations
-import importlib, traceback
+import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
 import pluggy
 try: from importlib.metadata import entry_points, EntryPoint
 except ImportError: from importlib_metadata import entry_points, EntryPoint  # type: ignore[no-redef]
-from tinycore.device import Allocator, Compiled, Compiler, DeviceError, Program
-from tinycore.renderer import Renderer
+from tinycore.backend import (API_VERSION, Allocator, Backend, BackendSpec, Compiled, Compiler, DeviceError, DeviceSpec, Program,  # noqa: F401
+                              Renderer, api_compatible, device_index, hook_problems, hookimpl, hookspec, lazy, open_once)
 
-API_VERSION = "1.1.0"  # 1.1: the Backend, device_index, lazy and open_once helpers
 # tinygrad's names for devices tinycore provides under its own: `Tensor(x, device="CPU")` and DEV=CPU open the CLANG
 # backend as a device named "CPU" (its own buffers and kernels; `.device` reads "CPU", as tinygrad code expects)
 DEVICE_ALIASES: dict[str, str] = {"CPU": "CLANG"}
 ENTRY_POINT_GROUP = "tinycore.backends"
-hookspec = pluggy.HookspecMarker("tinycore")
-hookimpl = pluggy.HookimplMarker("tinycore")
-
-@dataclass
-class DeviceSpec:
-  """What a plugin says about one device it provides. `check` returns None when the device can open here, else
-  the reason it cannot (for example 'no libcuda.so found'); it is called lazily, once."""
-  name: str
-  priority: int = 0
-  api_version: str = API_VERSION
-  check: Callable[[], str | None] = lambda: None
-  description: str = ""
-
-class BackendSpec:
-  """The hooks a backend plugin implements. Each receives the full device string, e.g. 'OPENCL:1'."""
-  @hookspec
-  def tinycore_devices(self) -> list[DeviceSpec]: ...  # type: ignore[empty-body]
-  @hookspec(firstresult=True)
-  def tinycore_allocator(self, device: str) -> Allocator | None: ...
-  @hookspec(firstresult=True)
-  def tinycore_renderer(self, device: str) -> Renderer | None: ...
-  @hookspec(firstresult=True)
-  def tinycore_compiler(self, device: str) -> Compiler | None: ...
-  @hookspec(firstresult=True)
-  def tinycore_program(self, device: str) -> type[Program] | None: ...
-
-def device_index(device: str, name: str) -> int | None:
-  """The index n of `device` when it is `name` or `name:n` (0 for `name`), None when it names another device; a
-  DeviceError for an index that is not a number."""
-  base, _, idx = device.partition(":")
-  if base.upper() != name: return None
-  if idx and not idx.isdigit(): raise DeviceError(f"bad device {device!r}: expected {name} or {name}:n")
-  return int(idx) if idx else 0
-
-def lazy(target: str) -> Callable[..., Any]:
-  """`"package.module:function"` as a function that imports the module only when it is called, the way an entry point
-  names its object: it keeps a runtime's driver bindings out of `import plugin` and out of `python -m tinycore devices`."""
-  module, _, attr = target.partition(":")
-  def call(*args: Any, **kwargs: Any) -> Any: return getattr(importlib.import_module(module), attr)(*args, **kwargs)
-  call.__name__ = call.__qualname__ = f"lazy({target})"
-  return call
-
-T = TypeVar("T")
-def open_once(reason: Callable[[int], str | None], make: Callable[[str, int], T]) -> Callable[[str, int], T]:
-  """`get_device(device, idx)` for a runtime: opens device number idx with `make(device, idx)` on first use and returns
-  the same object after; raises DeviceError "device X cannot be used: <reason(idx)>" when it cannot open."""
-  opened: dict[int, T] = {}
-  def get_device(device: str, idx: int) -> T:
-    if idx not in opened:
-      if (why := reason(idx)) is not None: raise DeviceError(f"device {device} cannot be used: {why}")
-      opened[idx] = make(device, idx)
-    return opened[idx]
-  return get_device
-
-@dataclass(frozen=True)
-class Backend:
-  """A plugin's device, declared once. `hookimpls()` makes the five hooks from it: each answers only for `name` and
-  `name:n`, and calls its factory with the device string and n. The factories run only when a part is built, so a plugin
-  imports its runtime inside them (or through `lazy`), and importing the plugin loads no driver."""
-  name: str
-  allocator: Callable[[str, int], Allocator]
-  renderer: Callable[[str, int], Renderer]
-  compiler: Callable[[str, int], Compiler]
-  program: Callable[[str, int], type[Program]]
-  priority: int = 0
-  check: Callable[[], str | None] = lambda: None
-  description: str = ""
-  api_version: str = API_VERSION  # the plugin's TINYCORE_API_VERSION
-
-  def index(self, device: str) -> int | None:
-    """The index of a device string of this backend, None for another backend's."""
-    return device_index(device, self.name)
-
-  def hookimpls(self) -> tuple[Callable[..., Any], ...]:
-    """tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program, in that order: bind
-    them to those names in the plugin module (the registry registers the module). To write one by hand, bind `_` instead."""
-    @hookimpl
-    def tinycore_devices() -> list[DeviceSpec]:
-      return [DeviceSpec(self.name, priority=self.priority, api_version=self.api_version, check=self.check, description=self.description)]
-    def part_hook(part: str) -> Callable[[str], Any]:
-      factory = getattr(self, part)
-      def hook(device: str) -> Any: return None if (idx := self.index(device)) is None else factory(device, idx)
-      hook.__name__ = hook.__qualname__ = f"tinycore_{part}"
-      return hookimpl(hook)
-    return (tinycore_devices, *(part_hook(part) for part in ("allocator", "renderer", "compiler", "program")))
-
-def api_compatible(plugin_api: str, core_api: str = API_VERSION) -> bool:
-  """Semver: same major version, and the plugin needs no newer minor version than the core provides."""
-  try: pm_, pn_ = (int(x) for x in plugin_api.split(".")[:2]); cm_, cn_ = (int(x) for x in core_api.split(".")[:2])
-  except ValueError: return False
-  return pm_ == cm_ and pn_ <= cn_
 
 @dataclass
 class DeviceEntry:
@@ -157,23 +64,30 @@ class Registry:
     assert self.pm is not None
     api = getattr(module, "TINYCORE_API_VERSION", None)
     if api is None or not api_compatible(str(api)):
-      why = (f"plugin {dist} {version} declares no TINYCORE_API_VERSION" if api is None else
-             f"plugin {dist} {version} was built for tinycore API {api}, but this tinycore provides API {API_VERSION}: "
-             f"install a release of {dist} built for API {API_VERSION.split('.')[0]}.x, or a tinycore that provides API {api}")
-      self.failed.append(DeviceEntry(name.upper(), dist, version, error=why))
-      return
+      return self._broken(module, name, (f"plugin {dist} {version} declares no TINYCORE_API_VERSION" if api is None else
+        f"plugin {dist} {version} was built for tinycore API {api}, but this tinycore provides API {API_VERSION}: "
+        f"install a release of {dist} built for API {API_VERSION.split('.')[0]}.x, or a tinycore that provides API {api}"), dist, version, ask=False)
+    if (problems := hook_problems(module)):
+      return self._broken(module, name, f"plugin {dist} {version} is broken: " + "; ".join(problems), dist, version)
     try:
       self.pm.register(module, name=name)
       specs = module.tinycore_devices()  # type: ignore[attr-defined]
     except Exception as e:
       if self.pm.is_registered(module): self.pm.unregister(module)
-      self.failed.append(DeviceEntry(name.upper(), dist, version, error=f"plugin {dist} {version} is broken: {type(e).__name__}: {e}"))
-      return
+      detail = str(e) if isinstance(e, pluggy.PluginValidationError) else f"{type(e).__name__}: {e}"
+      return self._broken(module, name, f"plugin {dist} {version} is broken: {detail}", dist, version)
     for spec in specs:
       if spec.name in self.entries: continue  # first plugin to claim a name keeps it
       err = None if api_compatible(spec.api_version) else \
         f"device {spec.name} of plugin {dist} {version} needs tinycore API {spec.api_version}, this tinycore provides {API_VERSION}"
       self.entries[spec.name] = DeviceEntry(spec.name, dist, version, spec, err)
+
+  def _broken(self, module: object, name: str, why: str, dist: str, version: str, ask: bool = True) -> None:
+    """Lists the plugin as broken under each device it says it provides (when it may be `ask`ed), else under its entry
+    point's name. A plugin built for another API is never called."""
+    try: names = [s.name for s in module.tinycore_devices()] if ask else []  # type: ignore[attr-defined]
+    except Exception: names = []
+    for n in names or [name.upper()]: self.failed.append(DeviceEntry(n, dist, version, error=why))
 
   def all_entries(self) -> list[DeviceEntry]:
     self.load()

@@ -133,7 +133,7 @@ def _nohw_plugin(tmp_path: pathlib.Path) -> pathlib.Path:
   (d / "tinycore_nohw-0.0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tinycore-nohw\nVersion: 0.0.1\n")
   (d / "tinycore_nohw-0.0.1.dist-info" / "entry_points.txt").write_text("[tinycore.backends]\nnohw = tinycore_nohw\n")
   (d / "tinycore_nohw.py").write_text(
-    "from tinycore.plugin import DeviceSpec, hookimpl\nfrom tinycore.runtime import python as py\nTINYCORE_API_VERSION = '1.0.0'\n"
+    "from tinycore.backend import DeviceSpec, hookimpl\nfrom tinycore.runtime import python as py\nTINYCORE_API_VERSION = '1.2.0'\n"
     "def _mine(device): return device.split(':')[0] == 'NOHW'\n"
     "@hookimpl\ndef tinycore_devices(): return [DeviceSpec('NOHW', priority=-100, check=lambda: 'no NOHW card in this machine')]\n"
     "@hookimpl\ndef tinycore_renderer(device): return py.PythonRenderer() if _mine(device) else None\n"
@@ -148,6 +148,24 @@ def test_cli_bad_input_is_one_line(tmp_path, args, says):
   rc, out, _ = run_suite(args, tmp_path, [_nohw_plugin(tmp_path)], timeout=120)
   assert rc == 2 and says in out and len(out.strip().splitlines()) == 1, out[-3000:]
   if args[0] == "NOHW": assert "no NOHW card in this machine" in out and "--compile-only" in out
+
+def test_broken_hook_is_reported_by_level_1(tmp_path):
+  """A plugin with a misspelt hook is not silently half-registered: level 1 fails naming the plugin, version and hook."""
+  from tinycore_conformance.fixtures import write_fake_plugin
+  d = tmp_path / "misspelt"
+  d.mkdir()
+  write_fake_plugin(d, "tinycore_misspelt", """
+    from tinycore.backend import API_VERSION, DeviceSpec, hookimpl
+    TINYCORE_API_VERSION = API_VERSION
+    @hookimpl
+    def tinycore_devices(): return [DeviceSpec("MISSPELT", priority=-100)]
+    @hookimpl
+    def tinycore_renderr(device): return None
+  """, version="0.2")
+  rc, out, data = run_suite(["MISSPELT", "--level", "1"], tmp_path, [d], timeout=120)
+  assert rc == 1, out[-3000:]
+  r = row(data, 1, "plugin loads")
+  assert r["status"] == "FAIL" and "tinycore_misspelt 0.2 is broken: hook tinycore_renderr" in r["first_failure"], r
 
 @pytest.mark.parametrize("compile_only", [True, False])
 def test_verdict_names_the_layers_that_ran(compile_only):

@@ -31,12 +31,13 @@ def pytest_args(argv: list[str] | None = None) -> list[str]:
 def device_problem(device: str, compile_only: bool) -> str | None:
   """One line saying why the suite cannot run against device here, or None. An unknown name is always a problem; a
   device that does not open (no driver, no GPU) only when its kernels are to run."""
-  from tinycore.device import Device, DeviceError
+  from tinycore.backend import DeviceError
+  from tinycore.device import Device
   from tinycore.plugin import registry
   try: name = Device.canonicalize(device).split(":")[0]
   except DeviceError as e: return str(e)
   if name not in registry.device_names(): return f"unknown device {device!r}: installed devices are {', '.join(registry.device_names())}"
-  if compile_only: return None
+  if compile_only or any(e.name == name for e in registry.failed): return None  # a broken plugin: level 1 says what is wrong
   try: Device[device]
   except Exception as e:  # noqa: BLE001  a driver may fail in its own way: the reason is the message
     return f"device unavailable here: {str(e).splitlines()[0] if str(e) else type(e).__name__}; use --compile-only to render and compile only"

@@ -1,7 +1,9 @@
 """Hand-built linear UOp programs, in the forms the code generator emits, covering what a renderer must handle:
 ids, loops with accumulators, symbolic sizes, local memory and barriers, gated loads and stores, every ALU op per dtype,
 every cast and bitcast, and special float constants. Backends' own compile-only tests use them (no codegen needed):
-`from tinycore_conformance import programs`."""
+`from tinycore_conformance import programs`. They are GPU-shaped: most read thread ids (SPECIAL gidxN, lidxN, idxN), which
+only a renderer with has_local=True is ever given; the code generator gives a has_local=False renderer loops instead,
+and the conformance levels build their programs for what the renderer declares."""
 from __future__ import annotations
 import math
 from tinycore.dtype import DType, dtypes

@@ -14,9 +14,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pytest
 from tinycore.dtype import DType, dtypes
-from tinycore.device import Allocator, Compiler, DeviceError, Program
+from tinycore.backend import Allocator, Compiler, DeviceError, Program
 from tinycore.ops import Ops, GroupOp
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore.uop.uop import UOp
 from tinycore_conformance.values import dtname
 

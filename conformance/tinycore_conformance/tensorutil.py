@@ -14,7 +14,7 @@ def programs_for(target, outs: Sequence) -> list:
 
 def compile_all(target, outs: Sequence) -> list:
   """Render and compile every kernel of `outs`; raises with the kernel's source on a compile error."""
-  from tinycore.device import CompileError
+  from tinycore.backend import CompileError
   specs = programs_for(target, outs)
   for p in specs:
     try: target.compiler.compile_cached(p.src)

@@ -2,9 +2,9 @@
 hooks build parts of the right types (and decline devices that are not theirs), and its declarations are well formed."""
 from __future__ import annotations
 import pytest
-from tinycore.device import Allocator, Compiler, Program
+from tinycore.backend import Allocator, Compiler, Program
 from tinycore.dtype import DType, dtypes
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore_conformance.values import ALL_DTYPES, dtname
 
 LAYER = 1
@@ -50,16 +50,21 @@ def test_entry_point(target):
 
 @pytest.mark.cap("API version")
 def test_api_version(target):
-  from tinycore.plugin import API_VERSION, api_compatible
+  from tinycore.backend import API_VERSION, api_compatible
   _, mod = provider(target)
   assert mod is not None, f"no registered module declares device {target.base}"
   api = getattr(mod, "TINYCORE_API_VERSION", None)
   assert isinstance(api, str), f"module {mod.__name__} must declare TINYCORE_API_VERSION = '{API_VERSION}' (a string), it has {api!r}"
   assert api_compatible(api), f"module {mod.__name__} declares TINYCORE_API_VERSION {api}, this tinycore provides {API_VERSION}"
+  # the version is stated once: Backend(api_version=TINYCORE_API_VERSION) and so every DeviceSpec carry the module's
+  said = {f"DeviceSpec {s.name}": s.api_version for s in mod.tinycore_devices()}
+  if (b := getattr(mod, "BACKEND", None)) is not None: said["Backend"] = getattr(b, "api_version", api)
+  assert all(v == api for v in said.values()), (f"module {mod.__name__} declares TINYCORE_API_VERSION {api} but " +
+    ", ".join(f"{k} says {v}" for k, v in said.items() if v != api) + ": pass api_version=TINYCORE_API_VERSION to Backend(...)")
 
 @pytest.mark.cap("device spec")
 def test_device_spec(target):
-  from tinycore.plugin import DeviceSpec, api_compatible
+  from tinycore.backend import DeviceSpec, api_compatible
   assert target.entry is not None and target.entry.spec is not None, f"{target.base} has no DeviceSpec"
   s = target.entry.spec
   assert isinstance(s, DeviceSpec), f"tinycore_devices() must return DeviceSpec objects, got {type(s).__name__}"
@@ -130,6 +135,7 @@ def test_declared_dtype(target, dtype):
 @pytest.mark.cap("device opens")
 def test_device_opens(target):
   target.require_runtime()
-  from tinycore.device import Device, Compiled
+  from tinycore.backend import Compiled
+  from tinycore.device import Device
   d = Device[target.device]
   assert isinstance(d, Compiled)

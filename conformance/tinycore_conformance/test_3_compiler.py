@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinycore import Tensor
-from tinycore.device import CompileError
+from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore_conformance.tensorutil import programs_for
 
@@ -50,7 +50,7 @@ def test_compile_error(target, repro, request):
     assert "error" in msg.lower() and len(msg) > 20, f"CompileError must carry the compiler's message (with its 'error' lines), got {msg!r:.300}"
     return
   except Exception as e:
-    raise AssertionError(f"broken source must raise tinycore.device.CompileError, compile() raised {type(e).__name__}: {e}") from e
+    raise AssertionError(f"broken source must raise tinycore.backend.CompileError, compile() raised {type(e).__name__}: {e}") from e
   target.require_runtime()  # compile() accepted it: then loading it must fail
   try: target.program(target.device, "test", lib)
   except CompileError as e:
@@ -58,7 +58,7 @@ def test_compile_error(target, repro, request):
     return
   except Exception as e:
     raise AssertionError(f"broken source compiled without error, and loading it raised {type(e).__name__}: {str(e)[:200]} "
-                         "instead of tinycore.device.CompileError") from e
+                         "instead of tinycore.backend.CompileError") from e
   raise AssertionError("broken source compiled and loaded without a CompileError")
 
 @pytest.mark.cap("render is deterministic")

@@ -430,11 +430,17 @@ def test_argument_order(target, repro, order):
   got = target.execute("argorder", lib, bufs)[0][0]
   compare(got, np.arange(16, dtype=np.int32) * 9, i32, what=f"DEFINE_GLOBALs listed in order {order}: out = in1 - in2")
 
-# *** vectors (where declared): vector loads and stores, the ops declared for whole vectors, VECTORIZE and GEP ***
+# *** vectors (where declared): vector loads and stores, the ops declared for whole vectors, VECTORIZE and GEP, vector
+# constants (the code generator makes them, e.g. for the random numbers of level 6) ***
 
 VEC_WIDTHS = (2, 4, 8, 16)
 VEC_OPS = [Ops.ADD, Ops.MUL, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.MULACC, Ops.CMPLT, Ops.SQRT, Ops.EXP2]
-VEC_PARAMS = [(w, op, dt) for w in VEC_WIDTHS for op in VEC_OPS + ["GEP/VECTORIZE"] for dt in ALL_DTYPES if op == "GEP/VECTORIZE" or applies(op, dt)]
+VEC_LANES = ["GEP/VECTORIZE", "CONST"]  # cases that need no op in vector_alu
+VEC_PARAMS = [(w, op, dt) for w in VEC_WIDTHS for op in VEC_OPS + VEC_LANES for dt in ALL_DTYPES if op in VEC_LANES or applies(op, dt)]
+
+def _vector_const(dt: DType):
+  """A constant that needs its dtype's spelling: the largest int (a uint32 needs its suffix), 1.5, True."""
+  return True if dt == dtypes.bool else 1.5 if is_float(dt) else dtypes.max(dt)
 
 def _np_ref(op: Ops, dt: DType, *xs: np.ndarray) -> np.ndarray:
   from tinycore.ops import exec_alu
@@ -442,13 +448,14 @@ def _np_ref(op: Ops, dt: DType, *xs: np.ndarray) -> np.ndarray:
   return np.asarray(exec_alu(op, out_dt, list(xs))).astype(storage_np(out_dt))
 
 def vector_case(w: int, op, dt: DType) -> Case:
-  """out[i:i+w] = op(a[i:i+w], b[i:i+w], ...) on dt.vec(w) values; GEP/VECTORIZE reverses the lanes of each vector."""
+  """out[i:i+w] = op(a[i:i+w], b[i:i+w], ...) on dt.vec(w) values; GEP/VECTORIZE reverses the lanes of each vector;
+  CONST stores a vector constant."""
   name = op if isinstance(op, str) else op.name
   key = f"vector {w} {name} {dtname(dt)}"
   n = 4 * w
   seed = seed_of("vec", w, name, dt.name)
   rng = np.random.default_rng(seed)
-  arity = 1 if name in ("GEP/VECTORIZE", "NEG", "RECIP", "SQRT", "EXP2") else 3 if name == "MULACC" else 2
+  arity = 1 if name in ("GEP/VECTORIZE", "CONST", "NEG", "RECIP", "SQRT", "EXP2") else 3 if name == "MULACC" else 2
   ins = [to_storage(cycle(edges(dt, huge=False), n // 2) + randoms(dt, n - n // 2, rng, 5.0), dt) for _ in range(arity)]
   if name in ("RECIP", "SQRT"): ins = [to_storage(np.abs(as_float(x, dt)) + 0.5, dt) for x in ins]
   out_dt = dtypes.bool if name == "CMPLT" else dt
@@ -458,11 +465,13 @@ def vector_case(w: int, op, dt: DType) -> Case:
     base = UOp(Ops.MUL, dtypes.int32, (r, Prog.i32(w)))
     vs = [UOp(Ops.LOAD, vdt, (g, base)) for g in gl[1:]]
     if name == "GEP/VECTORIZE": val = UOp(Ops.VECTORIZE, vdt, tuple(UOp(Ops.GEP, dt, (vs[0],), w - 1 - k) for k in range(w)))
+    elif name == "CONST": val = UOp(Ops.CONST, vdt, arg=_vector_const(dt))
     else: val = UOp(op, vout, tuple(vs))
     p.store(gl[0], base, val)
     p.end(r)
   def expected() -> list[np.ndarray]:
     if name == "GEP/VECTORIZE": out = ins[0].reshape(-1, w)[:, ::-1].reshape(-1).copy()
+    elif name == "CONST": out = to_storage([_vector_const(dt)] * n, dt)
     else:
       with np.errstate(all="ignore"): out = _np_ref(op, dt, *ins)
     return [out] + ins
@@ -479,7 +488,7 @@ def _vector_decl(target, w: int, op, dt: DType) -> tuple[bool, str]:
   r = target.renderer
   if w not in tuple(r.vector_widths): return False, f"vectors of width {w} (vector_widths={tuple(r.vector_widths)})"
   if dt not in tuple(getattr(r, "vector_dtypes", ())): return False, f"vectors of {dtname(dt)} (vector_dtypes)"
-  if op != "GEP/VECTORIZE" and op not in getattr(r, "vector_alu", frozenset()): return False, f"{op.name} on whole vectors (vector_alu)"
+  if op not in VEC_LANES and op not in getattr(r, "vector_alu", frozenset()): return False, f"{op.name} on whole vectors (vector_alu)"
   return True, ""
 
 @pytest.mark.cap("vector {w} {op}")

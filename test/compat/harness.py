@@ -183,7 +183,8 @@ def run(lib: Lib, case: Case) -> dict[str, Any]:
   # tinygrad 0.14 makes a 0-d tensor of a number a constant without a device, and backward() skips those (.grad None);
   # tinycore gives it its gradient, as torch does: the reference for such an input is its gradient()
   try: res["grad"] = grad_attrs if isinstance(grad_attrs, Raised) else \
-    [g if ga is None and lib is TG and t.device is None else None if ga is None else ga.numpy() for t, g, ga in zip(inputs, res["gradient"], grad_attrs)]
+    [g if ga is None and lib is TG and t.device is None else None if ga is None else ga.numpy()
+     for t, g, ga in zip(inputs, res["gradient"], grad_attrs)]
   except Exception as e: res["grad"] = Raised(e)
   return res
 

@@ -4,7 +4,7 @@ get_kernel chooses a kernel's optimizations (heuristic.py, or search.py with BEA
 a rendered program."""
 from __future__ import annotations
 from tinycore.helpers import NOOPT, BEAM
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore.uop.uop import UOp
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError  # noqa: F401
 from tinycore.codegen.program import ProgramSpec, get_program, estimate_flops  # noqa: F401

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from tinycore.helpers import prod, colored, to_function_name
 from tinycore.ops import Ops
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp
 

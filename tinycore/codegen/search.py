@@ -12,7 +12,8 @@ from __future__ import annotations
 import concurrent.futures, os, pickle, time
 from typing import Any
 import numpy as np
-from tinycore.device import Buffer, CompileError, Device
+from tinycore.backend import CompileError
+from tinycore.device import Buffer, Device
 from tinycore.dtype import PtrDType, to_np_dtype
 from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv, prod
 from tinycore.ops import Ops

@@ -5,7 +5,8 @@ Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLO
 from __future__ import annotations
 import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any, Callable
-from tinycore.device import Buffer, Device, CompileError
+from tinycore.backend import CompileError
+from tinycore.device import Buffer, Device
 from tinycore.dtype import dtypes, PtrDType
 from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colored, diskcache_get, diskcache_put
 from tinycore.ops import Ops

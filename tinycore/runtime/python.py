@@ -7,14 +7,12 @@ from __future__ import annotations
 import base64, pickle, time
 from typing import Any, Sequence
 import numpy as np
-from tinycore.device import Allocator, BufferSpec, CompileError, Compiler, Program
+from tinycore.backend import API_VERSION, Allocator, Backend, BufferSpec, CompileError, Compiler, Program, Renderer
 from tinycore.dtype import dtypes, to_np_dtype, bf16_to_f32
 from tinycore.ops import Ops, GroupOp, exec_alu, np_cast
-from tinycore.plugin import DeviceSpec, hookimpl
-from tinycore.renderer import Renderer
 from tinycore.uop.uop import UOp
 
-TINYCORE_API_VERSION = "1.0.0"
+TINYCORE_API_VERSION = API_VERSION  # the core's own device is always written against the core's current contract
 
 class PythonRenderer(Renderer):
   def __init__(self) -> None:
@@ -131,15 +129,8 @@ class PythonCompiler(Compiler):
     except Exception as e: raise CompileError(f"PYTHON cannot load this program: {type(e).__name__}: {e}") from None
     return src.encode()
 
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec("PYTHON", priority=0, description="UOp interpreter in numpy, the reference device")]
-@hookimpl
-def tinycore_allocator(device: str) -> Allocator | None: return PythonAllocator() if device.split(":")[0] == "PYTHON" else None
-@hookimpl
-def tinycore_renderer(device: str) -> Renderer | None: return PythonRenderer() if device.split(":")[0] == "PYTHON" else None
-@hookimpl
-def tinycore_compiler(device: str) -> Compiler | None: return PythonCompiler() if device.split(":")[0] == "PYTHON" else None
-@hookimpl
-def tinycore_program(device: str) -> type[Program] | None: return PythonProgram if device.split(":")[0] == "PYTHON" else None
-
+# priority 0: the default only where no compiled device is available (it is slow, and always there)
+BACKEND = Backend("PYTHON", priority=0, api_version=TINYCORE_API_VERSION, description="UOp interpreter in numpy, the reference device",
+                  allocator=lambda device, idx: PythonAllocator(), renderer=lambda device, idx: PythonRenderer(),
+                  compiler=lambda device, idx: PythonCompiler(), program=lambda device, idx: PythonProgram)
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()

@@ -4,11 +4,11 @@ ADD of int8 values as a subtraction. Registered as device WRONGADD through the e
 from __future__ import annotations
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops
-from tinycore.plugin import DeviceSpec, hookimpl
+from tinycore.backend import DeviceSpec, hookimpl
 from tinycore.uop.uop import UOp
 from tinycore.runtime import python as py
 
-TINYCORE_API_VERSION = "1.0.0"
+TINYCORE_API_VERSION = "1.2.0"
 
 class WrongAddRenderer(py.PythonRenderer):
   def __init__(self) -> None:

@@ -11,14 +11,13 @@ types) and fails level 2, each failure saying what to implement next. Work throu
 The guide is docs/writing-a-backend.md in the tinycore repository."""
 from __future__ import annotations
 from typing import Any, Sequence
-from tinycore.device import Allocator, BufferSpec, Compiler, Program
+from tinycore.backend import Allocator, Backend, BufferSpec, Compiler, Program, Renderer
 from tinycore.dtype import dtypes
-from tinycore.plugin import Backend
-from tinycore.renderer import Renderer
 from tinycore.uop.uop import UOp
 
-# The tinycore API this plugin is written against. tinycore refuses plugins built for another major version.
-TINYCORE_API_VERSION = "1.1.0"
+# The tinycore API this plugin is written against (tinycore.backend.API_VERSION when you wrote it), stated once here and
+# passed to Backend below. tinycore refuses plugins built for another major version or a newer minor one.
+TINYCORE_API_VERSION = "1.2.0"
 DEVICE = "MYACCEL"
 GUIDE = "docs/writing-a-backend.md"
 
@@ -31,8 +30,10 @@ def available() -> str | None:
   return None
 
 class MyAllocator(Allocator):
-  """Device memory. TODO(level 2): implement these four; `opaque` is whatever handle your runtime uses for a buffer.
-  Optional, each a declared capability the suite then tests: _offset(buf, size, offset) for zero-copy views,
+  """Device memory. TODO(level 2): implement these four; a handle (`opaque`) is whatever your runtime uses for a buffer
+  (an int pointer, a driver object, a numpy array): the core only hands it back to this allocator and to MyProgram.
+  Optional, each a declared capability the suite then tests: _offset(buf, size, offset) for zero-copy views (a view's
+  handle is never freed: only its base is, once),
   _as_buffer(buf) -> memoryview for zero-copy host access, _transfer(dest, src, nbytes, src_dev, dest_dev) for
   device-to-device copies, synchronize(). Raise MemoryError when an allocation cannot succeed."""
   def _alloc(self, size: int, options: BufferSpec) -> Any: raise todo(2, f"MyAllocator._alloc: return a handle to {size} bytes of device memory")
@@ -41,7 +42,7 @@ class MyAllocator(Allocator):
   def _copyout(self, dest: memoryview, src: Any) -> None: raise todo(2, "MyAllocator._copyout: copy a device buffer's bytes to the host")
 
 class MyCompiler(Compiler):
-  """Source -> binary. TODO(level 3): compile with your toolchain; raise tinycore.device.CompileError carrying the
+  """Source -> binary. TODO(level 3): compile with your toolchain; raise tinycore.backend.CompileError carrying the
   compiler's own message when the source is broken. The cache key names the toolchain (compiler, version, target, flags):
   compiled kernels are cached on disk under it."""
   cachekey = "myaccel:TODO-toolchain-version"
@@ -57,8 +58,9 @@ class MyRenderer(Renderer):
   def render(self, name: str, uops: list[UOp]) -> str: raise todo(4, "MyRenderer.render: the source of a kernel from its linear UOp program")
 
 class MyProgram(Program):
-  """A loaded kernel. TODO(level 5): load `lib` in __init__; in __call__ launch it on the buffers (in DEFINE_GLOBAL number
-  order) with the values of its DEFINE_VARs (sorted by name); with wait=True block and return the run time in seconds."""
+  """A loaded kernel. TODO(level 5): load `lib` in __init__ (self.device is "MYACCEL:n", self.index its n); in __call__
+  launch it on the buffer handles (in DEFINE_GLOBAL number order) with the values of its DEFINE_VARs (sorted by name);
+  with wait=True block and return the run time in seconds. local_size is None when the renderer has has_local=False."""
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = None,
@@ -67,9 +69,12 @@ class MyProgram(Program):
 
 # *** the hooks tinycore calls, made from one declaration: each answers only for MYACCEL and MYACCEL:n, calling its
 # factory with the device string and n (build per-device state there). A hook that needs more than a factory: bind `_`
-# in its place below and write it by hand with @hookimpl from tinycore.plugin. ***
+# in its place below and write it by hand with @hookimpl from tinycore.backend (the registry checks every hook's name and
+# arguments against the spec when it loads the plugin). priority picks the default device when the user names none: the
+# highest available wins (PYTHON 0, OPENCL 5, CLANG 10, GPUs 40). -1 keeps this unfinished device from being anyone's
+# default; see DeviceSpec.priority in docs/backend-reference.md for the value to choose when it works. ***
 
-BACKEND = Backend(DEVICE, priority=1, check=available, api_version=TINYCORE_API_VERSION, description="MyAccel (template)",
+BACKEND = Backend(DEVICE, priority=-1, check=available, api_version=TINYCORE_API_VERSION, description="MyAccel (template)",
                   allocator=lambda device, idx: MyAllocator(), renderer=lambda device, idx: MyRenderer(),
                   compiler=lambda device, idx: MyCompiler(), program=lambda device, idx: MyProgram)
 tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()

@@ -2,13 +2,13 @@
 CDNA2/3 (gfx90a, gfx942), the double-precision math of the prelude checked on the host CPU, and runtime tests that run on
 an AMD GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes, math, os, pathlib, shutil, subprocess, sys, tempfile
+import ctypes, pathlib, shutil, subprocess, tempfile
 import numpy as np
 import pytest
-from tinycore.device import CompileError, DeviceError
+from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops
-from tinycore.plugin import API_VERSION, DeviceSpec, Registry, api_compatible
+from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_python
 import tinygrad_amd
 from tinygrad_amd.compiler import AMDCompiler, clang_version, find_clang, toolchain_unavailable_reason
 from tinygrad_amd.renderer import F64_MATH, AMDRenderer, wave_size
@@ -19,18 +19,8 @@ from tinycore_conformance import programs as kernels  # hand-built linear progra
 CLANG_WHY = toolchain_unavailable_reason()
 needs_clang = pytest.mark.skipif(CLANG_WHY is not None, reason=f"no amdgcn toolchain: {CLANG_WHY}")
 GPU_WHY = tinygrad_amd.check()
-needs_gpu = pytest.mark.skipif(GPU_WHY is not None, reason=f"needs an AMD GPU: {GPU_WHY}")
-no_gpu_only = pytest.mark.skipif(GPU_WHY is None, reason="an AMD GPU is usable here: the no-hardware path cannot be observed")
+needs_gpu, no_gpu_only = hardware(GPU_WHY, "an AMD GPU")
 ARCHS = ["gfx1100", "gfx90a", "gfx942"]
-
-def _py(code: str, **env: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
-
-def _registry() -> Registry:
-  r = Registry()
-  r.load()
-  if "AMD" not in r.entries: r._add(tinygrad_amd, "amd", "tinygrad-amd", "source")
-  return r
 
 def _tool(name: str) -> str | None:
   major = clang_version(find_clang())[0] if find_clang() else 0
@@ -44,13 +34,11 @@ def _readelf(lib: bytes, *args: str) -> str:
 
 # *** contract, no hardware ***
 
-def test_api_version_and_spec():
-  assert api_compatible(tinygrad_amd.TINYCORE_API_VERSION, API_VERSION)
-  (spec,) = tinygrad_amd.tinycore_devices()
-  assert isinstance(spec, DeviceSpec) and spec.name == "AMD"
+def test_declaration():
+  check_declaration(tinygrad_amd, "AMD")
 
 def test_import_loads_no_library():
-  r = _py("import ctypes, tinygrad_amd; tinygrad_amd.tinycore_devices(); tinygrad_amd.make_renderer()\n"
+  r = run_python("import ctypes, tinygrad_amd; tinygrad_amd.tinycore_devices(); tinygrad_amd.make_renderer()\n"
           "from tinygrad_amd import runtime; print(runtime.load_hip.cache_info().currsize)")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "0"
@@ -61,20 +49,14 @@ def test_reason_without_hardware():
   else: assert GPU_WHY.startswith("the HIP runtime found no")  # e.g. Debian's libamdhip64-5 on a machine without a GPU
 
 def test_reason_without_the_library():
-  r = _py("from tinygrad_amd import runtime\nruntime.LIB_NAMES = ()\nimport tinygrad_amd; print(tinygrad_amd.check())",
+  r = run_python("from tinygrad_amd import runtime\nruntime.LIB_NAMES = ()\nimport tinygrad_amd; print(tinygrad_amd.check())",
           HIP_LIBRARY="/nonexistent/libamdhip64.so")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "no HIP runtime (libamdhip64) found"
 
 @no_gpu_only
 def test_opening_the_device_fails_at_once_with_the_reason():
-  with pytest.raises(DeviceError) as e: _registry().open("AMD")
-  assert GPU_WHY in str(e.value)
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_amd.tinycore_allocator(device="AMD")
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_amd.tinycore_program(device="AMD:1")
-
-def test_hooks_ignore_other_devices():
-  for hook in ("allocator", "renderer", "compiler", "program"): assert getattr(tinygrad_amd, f"tinycore_{hook}")(device="CUDA") is None
+  check_refuses_without_hardware(tinygrad_amd, "AMD", "tinygrad-amd", GPU_WHY)
 
 def test_arch_selection_and_wave_size(monkeypatch):
   monkeypatch.delenv("AMD_ARCH", raising=False)
@@ -190,25 +172,5 @@ def test_f64_math_on_the_host():
 # *** on the hardware ***
 
 @needs_gpu
-def test_gpu_elementwise_shared_reduce():
-  from tinycore.device import Device
-  dev = Device["AMD"]
-  def run(name, uops, inputs, nbytes, gs, ls, vals=()):
-    prg = dev.program("AMD", name, dev.compiler.compile(dev.renderer.render(name, uops)))
-    bufs = [dev.allocator.alloc(nbytes)] + [dev.allocator.alloc(x.nbytes) for x in inputs]
-    for b, x in zip(bufs[1:], inputs): dev.allocator.copyin(b, memoryview(x).cast("B"))
-    t = prg(*bufs, global_size=gs, local_size=ls, vals=vals, wait=True)
-    out = bytearray(nbytes)
-    dev.allocator.copyout(memoryview(out), bufs[0])
-    return np.frombuffer(out, np.float32), t
-  a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
-  out, t = run("elementwise", kernels.elementwise(), [a, b], 4096, (16, 1, 1), (64, 1, 1))
-  np.testing.assert_allclose(out, a + b)
-  assert t > 0
-  x = np.arange(512, dtype=np.float32)
-  out, _ = run("shared_reverse", kernels.shared_reverse(), [x], 2048, (8, 1, 1), (64, 1, 1))
-  np.testing.assert_equal(out, x.reshape(8, 64)[:, ::-1].reshape(-1))
-  y = np.random.rand(3200).astype(np.float32)
-  out, _ = run("reduce_sum", kernels.reduce_sum(), [y], 128, (32, 1, 1), (1, 1, 1), vals=(100,))
-  np.testing.assert_allclose(out, y.reshape(32, 100).sum(1), rtol=1e-5)
-  assert math.isfinite(t)
+def test_gpu_kernels_match_numpy():
+  check_gpu_kernels("AMD")

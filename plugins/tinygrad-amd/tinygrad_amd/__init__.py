@@ -7,9 +7,9 @@ Importing this module loads no library. Renderer and compiler need no GPU (compi
 Devices: AMD (= AMD:0), AMD:1, ... in the HIP runtime's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import Backend, lazy
+from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 DEFAULT_ARCH = "gfx1100"  # compile-only target when no GPU says otherwise; AMD_ARCH=gfxNNN overrides (e.g. gfx90a, gfx942)
 
 def check(idx: int = 0) -> str | None:

@@ -7,7 +7,7 @@ a plain code object rather than a clang offload bundle. clang links it with ld.l
 clang is $AMD_CLANG, else the first of clang-20, clang-19, clang-18, clang-17, clang on PATH (LLVM >= 17 knows gfx942)."""
 from __future__ import annotations
 import functools, os, pathlib, re, shutil, subprocess, tempfile
-from tinycore.device import CompileError, Compiler, DeviceError
+from tinycore.backend import CompileError, Compiler, DeviceError
 
 CLANG_NAMES = ("clang-20", "clang-19", "clang-18", "clang-17", "clang")
 MIN_LLVM = 17

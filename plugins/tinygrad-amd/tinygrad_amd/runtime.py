@@ -7,9 +7,8 @@ from __future__ import annotations
 import ctypes, functools, os, pathlib
 from typing import Any, Sequence
 import numpy as np
-from tinycore.device import BufferSpec, DeviceError, LRUAllocator, Program
+from tinycore.backend import BufferSpec, DeviceError, LRUAllocator, Program, open_once
 from tinycore.helpers import prod
-from tinycore.plugin import open_once
 
 NO_HIP = "no HIP runtime (libamdhip64) found"
 LIB_NAMES = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so")
@@ -129,8 +128,7 @@ class AMDAllocator(LRUAllocator):
 class AMDProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    idx = device.partition(":")[2]
-    self.dev = get_device(device, int(idx) if idx.isdigit() else 0)
+    self.dev = get_device(device, self.index)
     self.dev.activate()
     self._image = ctypes.create_string_buffer(lib, len(lib))
     self.module, self.func = ctypes.c_void_p(), ctypes.c_void_p()

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from tinycore import CompileError
-from tinycore.device import BufferSpec
+from tinycore.backend import BufferSpec
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp

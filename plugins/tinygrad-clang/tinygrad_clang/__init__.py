@@ -4,15 +4,14 @@ from __future__ import annotations
 import ctypes, functools, mmap, os, pathlib, shutil, subprocess, tempfile, threading, time
 from typing import Any, Callable, Sequence
 import numpy as np
-from tinycore.device import BufferSpec, CompileError, Compiler, LRUAllocator, Program
+from tinycore.backend import Backend, BufferSpec, CompileError, Compiler, LRUAllocator, Program
 from tinycore.dtype import DType, PtrDType, dtypes
 from tinycore.helpers import getenv, diskcache_get, diskcache_put
 from tinycore.ops import Ops
-from tinycore.plugin import DeviceSpec, hookimpl
 from tinycore.renderer.cstyle import CStyleLanguage
 from tinycore.uop.uop import UOp
 
-TINYCORE_API_VERSION = "1.0.0"
+TINYCORE_API_VERSION = "1.2.0"
 # IEEE semantics are kept (no -ffast-math): NaN and inf behave as in numpy; only a*b+c may become one fma.
 # -fno-trapping-math only says FP exceptions never trap (results are the same): without it GCC branches around
 # `(float)mask * x` (a relu or max gradient) rather than risk an exception, and mispredicts on real data (5x slower)
@@ -354,18 +353,10 @@ def thread_pool() -> Any:
 def _check() -> str | None:
   return None if _find_cc() else "no C compiler found (install clang or gcc, or set CC)"
 
-def _mine(device: str) -> bool: return device.split(":")[0] == "CLANG"
-
-@hookimpl
-def tinycore_devices() -> list[DeviceSpec]:
-  return [DeviceSpec("CLANG", priority=10, check=_check, description="C on the host CPU, compiled with clang or gcc")]
-@hookimpl
-def tinycore_allocator(device: str) -> ClangAllocator | None: return ClangAllocator() if _mine(device) else None
-@hookimpl
-def tinycore_renderer(device: str) -> ClangRenderer | None: return ClangRenderer(half_type(_find_cc())) if _mine(device) else None
-@hookimpl
-def tinycore_compiler(device: str) -> ClangCompiler | None: return ClangCompiler() if _mine(device) else None
-@hookimpl
-def tinycore_program(device: str) -> type[ClangProgram] | None: return ClangProgram if _mine(device) else None
+# priority 10: above PYTHON (0), so that a machine with a C compiler computes on it by default; below the GPUs (40)
+BACKEND = Backend("CLANG", priority=10, check=_check, api_version=TINYCORE_API_VERSION, description="C on the host CPU, compiled with clang or gcc",
+                  allocator=lambda device, idx: ClangAllocator(), renderer=lambda device, idx: ClangRenderer(half_type(_find_cc())),
+                  compiler=lambda device, idx: ClangCompiler(), program=lambda device, idx: ClangProgram)
+tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
 
 __all__ = ["ClangRenderer", "ClangCompiler", "ClangAllocator", "ClangProgram", "UOp"]

@@ -1,12 +1,11 @@
 """tinygrad-cuda: the contract without hardware, compile-only rendering + NVRTC (+ ptxas) on real kernels, and runtime
 tests that run on an NVIDIA GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes.util, os, subprocess, sys
-import numpy as np
+import ctypes.util
 import pytest
-from tinycore.device import CompileError, DeviceError
+from tinycore.backend import CompileError, DeviceError
 from tinycore.dtype import dtypes
-from tinycore.plugin import API_VERSION, DeviceSpec, Registry, api_compatible
+from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_python
 import tinygrad_cuda
 from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason
 from tinygrad_cuda.renderer import CUDARenderer
@@ -17,33 +16,22 @@ NVRTC_WHY = nvrtc_unavailable_reason()
 needs_nvrtc = pytest.mark.skipif(NVRTC_WHY is not None, reason=f"NVRTC is not usable here: {NVRTC_WHY}")
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install nvidia-cuda-nvcc-cu12)")
 GPU_WHY = tinygrad_cuda.check()
-needs_gpu = pytest.mark.skipif(GPU_WHY is not None, reason=f"needs an NVIDIA GPU: {GPU_WHY}")
-no_gpu_only = pytest.mark.skipif(GPU_WHY is None, reason="an NVIDIA GPU is usable here: the no-hardware path cannot be observed")
-
-def _py(code: str, **env: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
-
-def _registry() -> Registry:
-  r = Registry()
-  r.load()
-  if "CUDA" not in r.entries: r._add(tinygrad_cuda, "cuda", "tinygrad-cuda", "source")  # running from a checkout without install
-  return r
+needs_gpu, no_gpu_only = hardware(GPU_WHY, "an NVIDIA GPU")
 
 # *** the contract, no hardware needed ***
 
-def test_api_version_and_spec():
-  assert tinygrad_cuda.TINYCORE_API_VERSION == "1.1.0" and api_compatible(tinygrad_cuda.TINYCORE_API_VERSION, API_VERSION)
-  (spec,) = tinygrad_cuda.tinycore_devices()
-  assert isinstance(spec, DeviceSpec) and spec.name == "CUDA" and spec.priority > 10
+def test_declaration():
+  check_declaration(tinygrad_cuda, "CUDA")
+  assert tinygrad_cuda.tinycore_devices()[0].priority > 10
 
 def test_import_touches_no_driver():
-  r = _py("import sys, tinygrad_cuda; tinygrad_cuda.tinycore_devices(); tinygrad_cuda.make_renderer()\n"
+  r = run_python("import sys, tinygrad_cuda; tinygrad_cuda.tinycore_devices(); tinygrad_cuda.make_renderer()\n"
           "print(sorted(m for m in sys.modules if m.startswith('cuda.')))")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "[]"
 
 def test_reason_without_cuda_bindings():
-  r = _py("import sys; sys.modules['cuda'] = None\nimport tinygrad_cuda; print(tinygrad_cuda.check())")
+  r = run_python("import sys; sys.modules['cuda'] = None\nimport tinygrad_cuda; print(tinygrad_cuda.check())")
   assert r.returncode == 0, r.stderr
   assert "cuda-bindings is not installed" in r.stdout
 
@@ -54,18 +42,7 @@ def test_reason_without_driver():
 
 @no_gpu_only
 def test_opening_the_device_fails_at_once_with_the_reason():
-  reg = _registry()
-  with pytest.raises(DeviceError) as e: reg.open("CUDA")
-  assert GPU_WHY in str(e.value) and "CUDA" in str(e.value)
-  with pytest.raises(DeviceError): reg.open("CUDA:1")
-  # the hooks that need hardware raise too, never hand back something else
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_cuda.tinycore_allocator(device="CUDA")
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_cuda.tinycore_program(device="CUDA:0")
-
-def test_hooks_ignore_other_devices():
-  for hook in ("allocator", "renderer", "compiler", "program"):
-    assert getattr(tinygrad_cuda, f"tinycore_{hook}")(device="OPENCL") is None
-    assert getattr(tinygrad_cuda, f"tinycore_{hook}")(device="CUDAX") is None
+  check_refuses_without_hardware(tinygrad_cuda, "CUDA", "tinygrad-cuda", GPU_WHY)
   with pytest.raises(DeviceError): tinygrad_cuda.device_index("CUDA:x")
 
 def test_renderer_hook_works_without_gpu(monkeypatch):
@@ -176,32 +153,9 @@ def dev():
   from tinycore.device import Device
   return Device["CUDA"]
 
-def _run(dev, name, uops, inputs, out_nbytes, global_size, local_size, vals=()):
-  from tinycore.device import Buffer  # noqa: F401
-  lib = dev.compiler.compile(dev.renderer.render(name, uops))
-  prg = dev.program("CUDA", name, lib)
-  bufs = [dev.allocator.alloc(out_nbytes)] + [dev.allocator.alloc(x.nbytes) for x in inputs]
-  for b, x in zip(bufs[1:], inputs): dev.allocator.copyin(b, memoryview(np.ascontiguousarray(x)).cast("B"))
-  t = prg(*bufs, global_size=global_size, local_size=local_size, vals=vals, wait=True)
-  out = bytearray(out_nbytes)
-  dev.allocator.copyout(memoryview(out), bufs[0])
-  return out, t
-
 @needs_gpu
-def test_gpu_elementwise_and_timing(dev):
-  a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
-  out, t = _run(dev, "elementwise", kernels.elementwise(), [a, b], 4096, (16, 1, 1), (64, 1, 1))
-  np.testing.assert_allclose(np.frombuffer(out, np.float32), a + b)
-  assert isinstance(t, float) and t > 0
-
-@needs_gpu
-def test_gpu_shared_reverse_and_reduce_with_var(dev):
-  a = np.arange(512, dtype=np.float32)
-  out, _ = _run(dev, "shared_reverse", kernels.shared_reverse(), [a], 2048, (8, 1, 1), (64, 1, 1))
-  np.testing.assert_equal(np.frombuffer(out, np.float32), a.reshape(8, 64)[:, ::-1].reshape(-1))
-  x = np.random.rand(32 * 100).astype(np.float32)
-  out, _ = _run(dev, "reduce_sum", kernels.reduce_sum(), [x], 128, (32, 1, 1), (1, 1, 1), vals=(100,))
-  np.testing.assert_allclose(np.frombuffer(out, np.float32), x.reshape(32, 100).sum(1), rtol=1e-5)
+def test_gpu_kernels_match_numpy():
+  check_gpu_kernels("CUDA")
 
 @needs_gpu
 def test_gpu_offset_and_transfer(dev):

@@ -7,9 +7,9 @@ Importing this module loads neither cuda-bindings nor the driver. Renderer and c
 Only the allocator and the program open the driver. Devices: CUDA (= CUDA:0), CUDA:1, ... in the driver's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import Backend, lazy
+from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 DEFAULT_ARCH = "sm_80"  # compile-only target when no GPU says otherwise; CUDA_ARCH=sm_XX overrides
 
 def check(idx: int = 0) -> str | None:

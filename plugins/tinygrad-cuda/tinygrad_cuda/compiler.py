@@ -6,7 +6,7 @@ Where things come from, first match wins:
   ptxas           $PTXAS, cuda.pathfinder (PyPI nvidia-cuda-nvcc-cu12: nvidia/cuda_nvcc/bin/ptxas), $PATH, $CUDA_HOME/bin"""
 from __future__ import annotations
 import functools, os, pathlib, re, shutil, subprocess, tempfile
-from tinycore.device import CompileError, Compiler, DeviceError
+from tinycore.backend import CompileError, Compiler, DeviceError
 
 def _cuda_homes() -> list[pathlib.Path]:
   return [pathlib.Path(p) for p in (os.getenv("CUDA_HOME"), os.getenv("CUDA_PATH"), "/usr/local/cuda") if p]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import ctypes, functools
 from typing import Any, Sequence
 import numpy as np
-from tinycore.device import BufferSpec, DeviceError, LRUAllocator, Program
+from tinycore.backend import BufferSpec, DeviceError, LRUAllocator, Program, open_once
 from tinycore.helpers import prod
-from tinycore.plugin import open_once
 
 NO_DRIVER = "no libcuda.so: the NVIDIA driver is not installed"
 
@@ -113,8 +112,7 @@ class CUDAProgram(Program):
   """A kernel loaded with cuModuleLoadData from a cubin (or NUL-terminated PTX, which the driver JIT-compiles)."""
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    idx = device.partition(":")[2]
-    self.dev = get_device(device, int(idx) if idx.isdigit() else 0)  # also serves the NV plugin's "NV:n"
+    self.dev = get_device(device, self.index)  # also serves the NV plugin's "NV:n"
     d = _driver()
     self.dev.activate()
     self.module = cu(f"cuModuleLoadData({name})", d.cuModuleLoadData(lib))

@@ -2,12 +2,12 @@
 our stand-in <metal_stdlib>: a syntax and type check, nothing runs). On macOS with a GPU the runtime tests run instead of
 skipping."""
 from __future__ import annotations
-import os, subprocess, sys
+import sys
 import numpy as np
 import pytest
-from tinycore.device import CompileError, DeviceError
+from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
-from tinycore.plugin import API_VERSION, DeviceSpec, Registry, api_compatible
+from tinycore_conformance.fixtures import check_declaration, check_refuses_without_hardware, hardware, run_python
 import tinygrad_metal
 from tinygrad_metal.compiler import MetalSyntaxCheckCompiler, syntax_check_unavailable_reason
 from tinygrad_metal.renderer import MetalRenderer
@@ -17,21 +17,15 @@ from tinycore_conformance import programs as kernels  # hand-built linear progra
 CXX_WHY = syntax_check_unavailable_reason()
 needs_cxx = pytest.mark.skipif(CXX_WHY is not None, reason=f"metal-syntax-check unavailable: {CXX_WHY}")
 GPU_WHY = tinygrad_metal.check()
-needs_gpu = pytest.mark.skipif(GPU_WHY is not None, reason=f"needs a Mac with a Metal GPU: {GPU_WHY}")
-no_gpu_only = pytest.mark.skipif(GPU_WHY is None, reason="a Metal GPU is usable here")
-
-def _py(code: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+needs_gpu, no_gpu_only = hardware(GPU_WHY, "a Mac with a Metal GPU")
 
 # *** contract ***
 
-def test_api_version_and_spec():
-  assert api_compatible(tinygrad_metal.TINYCORE_API_VERSION, API_VERSION)
-  (spec,) = tinygrad_metal.tinycore_devices()
-  assert isinstance(spec, DeviceSpec) and spec.name == "METAL"
+def test_declaration():
+  check_declaration(tinygrad_metal, "METAL")
 
 def test_import_touches_no_pyobjc():
-  r = _py("import sys, tinygrad_metal; tinygrad_metal.tinycore_devices(); tinygrad_metal.make_renderer(); tinygrad_metal.check()\n"
+  r = run_python("import sys, tinygrad_metal; tinygrad_metal.tinycore_devices(); tinygrad_metal.make_renderer(); tinygrad_metal.check()\n"
           "print('Metal' in sys.modules or 'objc' in sys.modules)")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == ("True" if sys.platform == "darwin" else "False")
@@ -42,16 +36,7 @@ def test_reason_off_macos():
 
 @no_gpu_only
 def test_opening_the_device_fails_at_once_with_the_reason():
-  reg = Registry()
-  reg.load()
-  if "METAL" not in reg.entries: reg._add(tinygrad_metal, "metal", "tinygrad-metal", "source")
-  with pytest.raises(DeviceError) as e: reg.open("METAL")
-  assert GPU_WHY in str(e.value)
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_metal.tinycore_allocator(device="METAL")
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_metal.tinycore_program(device="METAL")
-
-def test_hooks_ignore_other_devices():
-  for hook in ("allocator", "renderer", "compiler", "program"): assert getattr(tinygrad_metal, f"tinycore_{hook}")(device="AMD") is None
+  check_refuses_without_hardware(tinygrad_metal, "METAL", "tinygrad-metal", GPU_WHY)
 
 def test_capabilities():
   r = tinygrad_metal.tinycore_renderer(device="METAL")
@@ -119,7 +104,7 @@ def test_cachekey_names_the_check():
 def test_gpu_elementwise_and_shared():
   from tinycore.device import Device
   dev = Device["METAL"]
-  prg = dev.program("METAL", "rev", dev.compiler.compile(dev.renderer.render("rev", kernels.shared_reverse())))
+  prg = dev.program(dev.device, "rev", dev.compiler.compile(dev.renderer.render("rev", kernels.shared_reverse())))
   x = np.arange(512, dtype=np.float32)
   out, inp = dev.allocator.alloc(2048), dev.allocator.alloc(2048)
   dev.allocator.copyin(inp, memoryview(x).cast("B"))

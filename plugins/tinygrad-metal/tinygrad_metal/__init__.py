@@ -8,9 +8,9 @@ On macOS make_compiler() is Apple's compiler; elsewhere it is metal-syntax-check
 a syntax and type check only."""
 from __future__ import annotations
 import sys
-from tinycore.plugin import Backend, lazy
+from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 
 def check(idx: int = 0) -> str | None:
   if sys.platform != "darwin": return "Metal needs macOS"

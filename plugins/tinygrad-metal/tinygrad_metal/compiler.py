@@ -9,7 +9,7 @@ MetalSyntaxCheckCompiler (anywhere): metal-syntax-check, compile-only. The kerne
 is the checked source; it never runs on a GPU."""
 from __future__ import annotations
 import functools, hashlib, os, pathlib, re, shutil, subprocess, tempfile
-from tinycore.device import CompileError, Compiler, DeviceError
+from tinycore.backend import CompileError, Compiler, DeviceError
 from tinygrad_metal.renderer import METAL_STD
 
 SYNTAX_DIR = pathlib.Path(__file__).parent / "metal_syntax"

@@ -6,9 +6,8 @@ queue; copies and synchronize() wait for the command buffers still in flight."""
 from __future__ import annotations
 import functools, os, struct, sys, tempfile
 from typing import Any, Sequence
-from tinycore.device import BufferSpec, CompileError, DeviceError, LRUAllocator, Program
+from tinycore.backend import BufferSpec, CompileError, DeviceError, LRUAllocator, Program, open_once
 from tinycore.helpers import prod
-from tinycore.plugin import open_once
 from tinygrad_metal.renderer import METAL_STD
 
 def _metal():
@@ -73,8 +72,7 @@ class MetalAllocator(LRUAllocator):
 class MetalProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    idx = device.partition(":")[2]
-    self.dev = get_device(device, int(idx) if idx.isdigit() else 0)
+    self.dev = get_device(device, self.index)
     if lib[:4] == b"MTLB":  # a .metallib from the offline compiler
       with tempfile.NamedTemporaryFile(suffix=".metallib", delete=False) as f: f.write(lib)
       try:

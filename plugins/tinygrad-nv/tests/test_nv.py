@@ -2,13 +2,13 @@
 several architectures, the f64 math sequences evaluated on the host instruction by instruction, and runtime tests that
 run on an NVIDIA GPU and skip, saying why, where there is none."""
 from __future__ import annotations
-import ctypes.util, os, re, subprocess, sys
+import ctypes.util, re
 import numpy as np
 import pytest
-from tinycore.device import CompileError, DeviceError
+from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops
-from tinycore.plugin import API_VERSION, DeviceSpec, Registry, api_compatible
+from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_kernel, run_python
 import tinygrad_nv
 from tinygrad_cuda.compiler import PTXASCompiler, find_ptxas
 from tinygrad_nv import f64math
@@ -18,22 +18,16 @@ from tinycore_conformance import programs as kernels  # hand-built linear progra
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install nvidia-cuda-nvcc-cu12)")
 GPU_WHY = tinygrad_nv.check()
-needs_gpu = pytest.mark.skipif(GPU_WHY is not None, reason=f"needs an NVIDIA GPU: {GPU_WHY}")
-no_gpu_only = pytest.mark.skipif(GPU_WHY is None, reason="an NVIDIA GPU is usable here")
-
-def _py(code: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+needs_gpu, no_gpu_only = hardware(GPU_WHY, "an NVIDIA GPU")
 
 # *** contract ***
 
-def test_api_version_spec_and_dependency_not_copy():
-  assert api_compatible(tinygrad_nv.TINYCORE_API_VERSION, API_VERSION)
-  (spec,) = tinygrad_nv.tinycore_devices()
-  assert isinstance(spec, DeviceSpec) and spec.name == "NV"
+def test_declaration_and_dependency_not_copy():
+  check_declaration(tinygrad_nv, "NV")
   if find_ptxas(): assert type(tinygrad_nv.make_compiler("sm_80")) is PTXASCompiler  # tinygrad-cuda's, by dependency
 
 def test_import_touches_no_driver():
-  r = _py("import sys, tinygrad_nv; tinygrad_nv.tinycore_devices(); tinygrad_nv.make_renderer('sm_80')\n"
+  r = run_python("import sys, tinygrad_nv; tinygrad_nv.tinycore_devices(); tinygrad_nv.make_renderer('sm_80')\n"
           "print(sorted(m for m in sys.modules if m.startswith('cuda.')))")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "[]"
@@ -41,17 +35,7 @@ def test_import_touches_no_driver():
 @no_gpu_only
 def test_reason_and_opening_without_hardware():
   if ctypes.util.find_library("cuda") is None: assert GPU_WHY.startswith("no libcuda.so: the NVIDIA driver is not installed")
-  reg = Registry()
-  reg.load()
-  if "NV" not in reg.entries: reg._add(tinygrad_nv, "nv", "tinygrad-nv", "source")
-  with pytest.raises(DeviceError) as e: reg.open("NV")
-  assert GPU_WHY in str(e.value) and "NV" in str(e.value)
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_nv.tinycore_allocator(device="NV")
-  with pytest.raises(DeviceError, match="cannot be used"): tinygrad_nv.tinycore_program(device="NV:1")
-
-def test_hooks_ignore_other_devices():
-  for hook in ("allocator", "renderer", "compiler", "program"):
-    assert getattr(tinygrad_nv, f"tinycore_{hook}")(device="CUDA") is None
+  check_refuses_without_hardware(tinygrad_nv, "NV", "tinygrad-nv", GPU_WHY)
 
 def test_renderer_without_gpu_and_capabilities(monkeypatch):
   monkeypatch.delenv("CUDA_ARCH", raising=False)
@@ -148,31 +132,12 @@ def test_f64_math_sequences_on_host(fn, ref, xs):
 
 @needs_gpu
 def test_gpu_kernels_match_numpy():
-  from tinycore.device import Device
-  dev = Device["NV"]
-  def run(name, uops, inputs, nbytes, gs, ls, vals=()):
-    prg = dev.program("NV", name, dev.compiler.compile(dev.renderer.render(name, uops)))
-    bufs = [dev.allocator.alloc(nbytes)] + [dev.allocator.alloc(x.nbytes) for x in inputs]
-    for b, x in zip(bufs[1:], inputs): dev.allocator.copyin(b, memoryview(x).cast("B"))
-    t = prg(*bufs, global_size=gs, local_size=ls, vals=vals, wait=True)
-    out = bytearray(nbytes)
-    dev.allocator.copyout(memoryview(out), bufs[0])
-    return out, t
-  a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
-  out, t = run("elementwise", kernels.elementwise(), [a, b], 4096, (16, 1, 1), (64, 1, 1))
-  np.testing.assert_allclose(np.frombuffer(out, np.float32), a + b)
-  assert t > 0
-  x = np.arange(512, dtype=np.float32)
-  out, _ = run("shared_reverse", kernels.shared_reverse(), [x], 2048, (8, 1, 1), (64, 1, 1))
-  np.testing.assert_equal(np.frombuffer(out, np.float32), x.reshape(8, 64)[:, ::-1].reshape(-1))
-  y = np.random.rand(3200).astype(np.float32)
-  out, _ = run("reduce_sum", kernels.reduce_sum(), [y], 128, (32, 1, 1), (1, 1, 1), vals=(100,))
-  np.testing.assert_allclose(np.frombuffer(out, np.float32), y.reshape(32, 100).sum(1), rtol=1e-5)
+  check_gpu_kernels("NV")
   z = np.linspace(-50, 50, 256)
   d = kernels.Prog()
   o, i = d.glob(0, dtypes.float64), d.glob(1, dtypes.float64)
   idx = d.special("gidx0", 256)
   v = d.load(i, idx)
   d.store(o, idx, d.alu(Ops.SIN, dtypes.float64, v))
-  out, _ = run("sin64", d.uops, [z], 2048, (256, 1, 1), (1, 1, 1))
+  out, _ = run_kernel("NV", "sin64", d.uops, [z], 2048, (256, 1, 1), (1, 1, 1))
   np.testing.assert_allclose(np.frombuffer(out, np.float64), np.sin(z), rtol=0, atol=1e-15)

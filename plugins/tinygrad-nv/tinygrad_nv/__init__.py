@@ -7,9 +7,9 @@ Importing this module loads nothing from NVIDIA. Renderer and compiler need no G
 Devices: NV (= NV:0), NV:1, ... the same GPUs CUDA:n names, in the driver's order."""
 from __future__ import annotations
 import os
-from tinycore.plugin import Backend, lazy
+from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 DEFAULT_ARCH = "sm_80"
 
 def check(idx: int = 0) -> str | None:

@@ -13,7 +13,7 @@ import numpy as np
 from tinycore.dtype import DType, PtrDType, dtypes, f32_to_bf16
 from tinycore.helpers import prod
 from tinycore.ops import Ops
-from tinycore.renderer import Renderer
+from tinycore.backend import Renderer
 from tinycore.uop.uop import UOp
 from tinygrad_cuda.renderer import arch_number
 from tinygrad_nv import f64math

@@ -4,7 +4,7 @@ kernel driver directly can replace this module without touching the renderer or 
 
 The interface: unavailable_reason(idx), device_arch(device, idx), allocator(device, idx), program_class()."""
 from __future__ import annotations
-from tinycore.device import Allocator, Program
+from tinycore.backend import Allocator, Program
 
 def unavailable_reason(idx: int = 0) -> str | None:
   from tinygrad_cuda import runtime

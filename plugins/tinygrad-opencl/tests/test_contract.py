@@ -1,37 +1,27 @@
 """The plugin as the core sees it: lazy import, device spec, availability reasons, device indices."""
 from __future__ import annotations
-import os, subprocess, sys
+import os
 import pytest
-from tinycore.device import DeviceError
-from tinycore.plugin import API_VERSION, DeviceSpec, api_compatible
+from tinycore.backend import DeviceError
+from tinycore_conformance.fixtures import check_declaration, run_python
 import tinygrad_opencl
 
-def _py(code: str, **env: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
-
-def test_api_version_and_spec():
-  assert tinygrad_opencl.TINYCORE_API_VERSION == "1.1.0" and api_compatible(tinygrad_opencl.TINYCORE_API_VERSION, API_VERSION)
-  (spec,) = tinygrad_opencl.tinycore_devices()
-  assert isinstance(spec, DeviceSpec) and spec.name == "OPENCL"
-  assert 0 < spec.priority < 10, "OPENCL ranks below CLANG (10) and above PYTHON (0)"
+def test_declaration():
+  check_declaration(tinygrad_opencl, "OPENCL")
+  assert 0 < tinygrad_opencl.tinycore_devices()[0].priority < 10, "OPENCL ranks below CLANG (10) and above PYTHON (0)"
 
 def test_import_touches_no_driver():
   # importing the plugin and asking for its spec must not load pyopencl (and so cannot create a context)
-  r = _py("import sys, tinygrad_opencl; tinygrad_opencl.tinycore_devices(); print('pyopencl' in sys.modules)")
+  r = run_python("import sys, tinygrad_opencl; tinygrad_opencl.tinycore_devices(); print('pyopencl' in sys.modules)")
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "False"
 
 def test_import_without_pyopencl_and_reason():
   # sys.modules[name] = None makes `import pyopencl` raise ImportError, as on a machine without it
-  r = _py("import sys; sys.modules['pyopencl'] = None\n"
+  r = run_python("import sys; sys.modules['pyopencl'] = None\n"
           "import tinygrad_opencl; print(tinygrad_opencl.check())")
   assert r.returncode == 0, r.stderr
   assert "pip install pyopencl" in r.stdout
-
-def test_hooks_ignore_other_devices():
-  for hook in (tinygrad_opencl.tinycore_allocator, tinygrad_opencl.tinycore_compiler, tinygrad_opencl.tinycore_program,
-               tinygrad_opencl.tinycore_renderer):
-    assert hook(device="CLANG") is None and hook(device="CUDA:1") is None
 
 def test_device_index_parsing():
   assert tinygrad_opencl.device_index("OPENCL") == 0 and tinygrad_opencl.device_index("OPENCL:3") == 3
@@ -84,7 +74,7 @@ def test_no_icd_real_loader():
   pytest.importorskip("pyopencl", reason="pyopencl is not installed (pip install pyopencl)")
   empty = os.path.join(os.path.dirname(__file__), "__no_icd__")
   os.makedirs(empty, exist_ok=True)
-  try: r = _py("import tinygrad_opencl; print(tinygrad_opencl.check())", OCL_ICD_VENDORS=empty)
+  try: r = run_python("import tinygrad_opencl; print(tinygrad_opencl.check())", OCL_ICD_VENDORS=empty)
   finally: os.rmdir(empty)
   assert r.returncode == 0, r.stderr
   if "None" == r.stdout.strip(): pytest.skip("this ICD loader ignores OCL_ICD_VENDORS (not ocl-icd); covered by the monkeypatched tests")
@@ -107,8 +97,7 @@ def test_opencl_index_semantics(cldev):
   with pytest.raises(DeviceError, match=f"OPENCL:{n} does not exist"): tinygrad_opencl.tinycore_compiler(device=f"OPENCL:{n}")
 
 def test_hooks_return_contract_types(cldev):
-  from tinycore.device import Allocator, Compiler, Program
-  from tinycore.renderer import Renderer
+  from tinycore.backend import Allocator, Compiler, Program, Renderer
   assert isinstance(tinygrad_opencl.tinycore_allocator(device="OPENCL"), Allocator)
   assert isinstance(tinygrad_opencl.tinycore_compiler(device="OPENCL"), Compiler)
   assert isinstance(tinygrad_opencl.tinycore_renderer(device="OPENCL"), Renderer)

@@ -3,7 +3,8 @@ from __future__ import annotations
 import os, subprocess, sys
 import numpy as np
 import pytest
-from tinycore.device import Buffer, Device, DeviceError
+from tinycore.backend import DeviceError
+from tinycore.device import Buffer, Device
 from tinycore.dtype import dtypes
 
 @pytest.fixture(scope="module")

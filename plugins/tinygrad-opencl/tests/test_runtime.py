@@ -2,7 +2,7 @@
 from __future__ import annotations
 import numpy as np
 import pytest
-from tinycore.device import BufferSpec, CompileError, DeviceError
+from tinycore.backend import BufferSpec, CompileError, DeviceError
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64]
 SIZES = [0, 1, 7, 1023, (1 << 20) + 3]

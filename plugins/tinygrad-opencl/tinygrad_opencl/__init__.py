@@ -4,9 +4,9 @@ Importing this module touches no driver and needs no pyopencl: the runtime (tiny
 only when a device is checked or opened. Devices are every device of every OpenCL platform, in platform order:
 `OPENCL` (or `OPENCL:0`) is the first, `OPENCL:1` the second, and so on."""
 from __future__ import annotations
-from tinycore.plugin import Backend, lazy
+from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.1.0"
+TINYCORE_API_VERSION = "1.2.0"
 
 def check() -> str | None:
   """None when at least one OpenCL device exists here, else why not (in words a user can act on)."""

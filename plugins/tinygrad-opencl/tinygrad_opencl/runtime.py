@@ -6,8 +6,7 @@ import functools, re, warnings
 from typing import Any, Sequence
 import numpy as np
 import pyopencl as cl
-from tinycore.device import BufferSpec, CompileError, Compiler, DeviceError, LRUAllocator, Program
-from tinycore.plugin import device_index
+from tinycore.backend import BufferSpec, CompileError, Compiler, DeviceError, LRUAllocator, Program, device_index
 from tinygrad_opencl.renderer import OpenCLRenderer
 
 NO_PLATFORM = "no OpenCL platform found (install an ICD such as pocl-opencl-icd)"
