@@ -308,3 +308,22 @@ class Flip(Function):
     self.axis = axis
     return x.flip(tuple(i in axis for i in range(len(x.shape))))
   def backward(self, grad: Tensor) -> Tensor: return Flip.apply(grad, axis=self.axis)
+
+# *** indexed: positions read from data ***
+class Gather(Function):
+  """x's entries at idx along axis; the gradient adds grad back at the same positions (a scatter-add into zeros)."""
+  def forward(self, x: LazyBuffer, idx: LazyBuffer, axis: int) -> LazyBuffer:
+    self.axis = axis
+    return x.gather(idx, axis)
+  def backward(self, grad: Tensor) -> tuple[Tensor, None]:
+    x, idx = self.parents
+    return ScatterAdd.apply(_const(x, 0), idx, grad, axis=self.axis), None
+
+class ScatterAdd(Function):
+  """x with src added at idx along axis; the gradient of src reads grad at those positions (a gather)."""
+  def forward(self, x: LazyBuffer, idx: LazyBuffer, src: LazyBuffer, axis: int) -> LazyBuffer:
+    self.axis = axis
+    return x.scatter_add(idx, src, axis)
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+    _, idx, _ = self.parents
+    return grad if self.needs_input_grad[0] else None, None, Gather.apply(grad, idx, axis=self.axis) if self.needs_input_grad[2] else None

@@ -19,6 +19,7 @@ from tinycore.errors import ShapeError, ArgumentError, ArgumentTypeError, DimErr
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
+from tinycore.index_errors import raise_index_errors
 from tinycore.uop.uop import UOp, BoundVariable, sint, sym_infer, ssimplify
 
 def _int_overflow(v: Any, dtype: DType) -> OverflowError:
@@ -265,6 +266,7 @@ class Tensor(metaclass=_TensorType):
     if prod(shape) == 0: return np.zeros(shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
     # a symbolic buffer is allocated for the Variables' largest values: the bound ones select its first elements
     arr = self._buffer().numpy()[:prod(shape)]
+    raise_index_errors(self.device)  # a sync: an index out of range in the kernels that ran is an error now
     if self.dtype == dtypes.bfloat16: arr = bf16_to_f32(arr)
     return arr.reshape(shape)
   def _bound_shape(self) -> tuple[int, ...]:
@@ -1067,7 +1069,6 @@ class Tensor(metaclass=_TensorType):
       if any(flips): v = v.flip(tuple(d for d, f in enumerate(flips) if f))
       return v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)), value=fill) if v.dtype != dtypes.bool or not fill else \
         v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)))
-    for vd, t in tensors: Tensor._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
     return x, tensors, unview
   def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, int, bool]:
     """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
@@ -1079,30 +1080,46 @@ class Tensor(metaclass=_TensorType):
     pnum = prod(sizes)
     idt = dtypes.int64 if pnum >= 2**31 else dtypes.int32
     flat: Tensor | None = None
+    bad: Tensor | None = None
     for (_, t), s, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
-      t = t.cast(idt)
-      t = (t < 0).where(t + s, t).expand(bshape) * stride
+      if len(tensors) == 1:  # the gather wraps and checks it
+        flat = t.expand(bshape)
+        break
+      t = t.cast(idt).expand(bshape)
+      out = (t < -s) | (t >= s)
+      bad = out if bad is None else bad | out
+      t = (t < 0).where(t + s, t) * stride
       flat = t if flat is None else flat + t
     assert flat is not None
+    # with several index tensors, one out of range makes the flat index pnum: out of range too (the error names pnum)
+    if bad is not None: flat = bad.where(pnum, flat)
     rest = [d for d in range(x.ndim) if d not in tdims]
     xp = x.permute(*rest, *tdims).reshape(*[x.shape[d] for d in rest], pnum)
     adjacent = tdims == list(range(tdims[0], tdims[0] + len(tdims)))
     return xp, bshape, tuple(rest), flat, pnum, adjacent
   def __getitem__(self, indices: Any) -> Tensor:
-    """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (gather,
-    built from one-hot masks: cost rest*index*size) and bool masks (realized to find their true entries)."""
+    """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (a gather:
+    cost of the output; an index out of range raises IndexError at the next sync) and bool masks (realized to find
+    their true entries)."""
     x, tensors, _ = self._plan(indices)
     if not tensors: return x
     xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
-    xp = xp.reshape(*xp.shape[:-1], *[1] * nb, pnum)
-    onehot = flat.unsqueeze(-1) == Tensor._iota(pnum, self.device, flat.dtype)
-    out = Tensor._select_sum(onehot, xp)  # (rest..., B...)
+    rshape, nbt = xp.shape[:-1], prod(bshape)
+    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr).reshape(*rshape, *bshape)  # (rest..., B...)
     if adjacent and nr:
       p = tensors[0][0]
       out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
     elif nr: out = out.permute(*range(nr, nr + nb), *range(nr))
     return out
+  def _gather(self, idx: Tensor, axis: int) -> Tensor:
+    """self's entries at idx along axis (idx has self's shape except at axis): a load at the loaded index, O(idx's
+    size). A negative index counts from the end; one out of range raises IndexError at the next sync."""
+    return F.Gather.apply(self, idx, axis=axis)
+  def _scatter_add(self, idx: Tensor, src: Tensor, axis: int) -> Tensor:
+    """self with src added at idx along axis (idx and src: self's shape except at axis), repeated indices adding up in
+    order: O(idx's size) plus a copy of self."""
+    return F.ScatterAdd.apply(self, idx, src.cast(self.dtype), axis=axis)
   @staticmethod
   def _select_sum(mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
     """sum over axis of where(mask, x, 0), exact for every dtype when at most one entry is selected."""
@@ -1114,6 +1131,7 @@ class Tensor(metaclass=_TensorType):
     if self.requires_grad or (isinstance(v, Tensor) and v.requires_grad):
       raise RuntimeError("setitem on a tensor that requires grad is not supported")
     x, tensors, unview = self._plan(indices)
+    for vd, t in tensors: Tensor._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
     if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
     v = v.cast(self.dtype)
     if not tensors:
@@ -1157,13 +1175,7 @@ class Tensor(metaclass=_TensorType):
     if index.ndim != self.ndim: raise ShapeError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
     for i, (a, b) in enumerate(zip(index.shape, self.shape)):
       if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
-    Tensor._check_index_range(index, self.shape[d], "gather")
-    x = self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape))).transpose(d, -1)  # (..., S)
-    idx = index.transpose(d, -1)  # (..., K)
-    s = self.shape[d]
-    idx = (idx < 0).where(idx + s, idx)
-    onehot = idx.unsqueeze(-1) == Tensor._iota(s, self.device, idx.dtype)  # (..., K, S)
-    return Tensor._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
+    return self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape)))._gather(index, d)
   def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
     d = self._resolve_dim(dim)
     if isinstance(index, Tensor) and not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")

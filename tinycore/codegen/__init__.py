@@ -58,6 +58,7 @@ def estimate_flops(uops: list[UOp], global_size: list[sint], local_size: list[si
 def get_kernel(ast: UOp, renderer: Renderer) -> Kernel:
   """The kernel for an AST with its optimizations: BEAM search when BEAM>0, else the heuristic (none with NOOPT)."""
   k = Kernel(ast, renderer)
+  if ast.src[0].op is Ops.SCATTER: return k  # its loop over the indices must stay one serial loop (codegen/indexed.py)
   if BEAM >= 1:
     from tinycore.codegen.search import beam_search
     return beam_search(k, BEAM.value)

@@ -9,6 +9,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
+from tinycore.codegen.indexed import lower_scatter
 from tinycore.uop.uop import UOp, sint_to_uop, ssimplify
 from tinycore.uop.symbolic import simplify, linear_terms
 
@@ -41,7 +42,7 @@ def pick_vector_dim(k: Kernel) -> tuple[int, int] | None:
   reduce dim (u) where some input is contiguous along it (vector loads into a vector accumulator)."""
   widths = [w for w in getattr(k.renderer, "vector_widths", (1,)) if w > 1]
   vdts = getattr(k.renderer, "vector_dtypes", ())
-  if not widths or not vdts or k.dims("G"): return None
+  if not widths or not vdts or k.dims("G") or any(len(st.src) > 3 for st in k.ast.src): return None  # (a gated store stays scalar)
   out_sts = [k.st_for(st.src[1]) for st in k.ast.src]
   if any(st.src[2].dtype not in vdts for st in k.ast.src): return None
   for d in reversed(k.dims("U")):
@@ -62,6 +63,7 @@ def _tree(op: Ops, xs: list[UOp]) -> UOp:
   return xs[0]
 
 def lower(k: Kernel) -> UOp:
+  if k.ast.src[0].op is Ops.SCATTER: return lower_scatter(k)
   r = k.renderer
   idxs: dict[int, UOp] = {}
   ranges: list[UOp] = []
@@ -117,9 +119,11 @@ def lower(k: Kernel) -> UOp:
     if u.op is Ops.LOAD:
       idx, valid = index(u.src[1], consts)
       buf = u.src[0]
+      if len(u.src) > 2: idx = idx + lower_node(u.src[2], consts_key)  # a gather: the loaded index's part of the address
       if valid.op is Ops.CONST and valid.arg is False: return UOp.const(u.dtype, 0)
       if valid.op is Ops.CONST: return UOp(Ops.LOAD, u.dtype, (buf, idx))
       return UOp(Ops.LOAD, u.dtype, (buf, idx, valid, UOp.const(u.dtype, 0)))
+    if u.op is Ops.CONST and not u.src: return u  # a value without a view (an indexed op's index arithmetic)
     if u.op is Ops.CONST:
       _, valid = index(u.src[0], consts)
       c = u.arg.cast(u.dtype) if isinstance(u.arg, UOp) else UOp.const(u.dtype, u.arg)  # a symbolic const: its Variables' expression
@@ -132,6 +136,7 @@ def lower(k: Kernel) -> UOp:
     """u at every value of the vector dim (the other dims as in consts_key): a tuple of lanes."""
     consts = dict(consts_key)
     def per_lane() -> tuple[UOp, ...]: return tuple(lower_node(u, tuple(sorted({**consts, vdim: j}.items()))) for j in range(vw))
+    if u.op is Ops.LOAD and len(u.src) > 2: return per_lane()  # a gather's address is loaded: lane by lane
     if u.op is Ops.LOAD:
       idx, valid = index(u.src[1], {**consts, vdim: LANE})
       stride = lane_stride(idx, valid)
@@ -222,7 +227,8 @@ def lower(k: Kernel) -> UOp:
         key = tuple(sorted(uc.items()))
         val = lower_node(st_node.src[2], key)
         idx, valid = index(st_node.src[1], uc)
-        stores.append(UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, val)))
+        gate = tuple(lower_node(g, key) for g in st_node.src[3:])  # a gated store (an index check's)
+        stores.append(UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, val) + gate))
         continue
       rest = {d: v for d, v in uc.items() if d != vdim}
       vals = lower_lanes(st_node.src[2], tuple(sorted(rest.items())))
