@@ -1082,9 +1082,6 @@ class Tensor(metaclass=_TensorType):
     flat: Tensor | None = None
     bad: Tensor | None = None
     for (_, t), s, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
-      if len(tensors) == 1:  # the gather wraps and checks it
-        flat = t.expand(bshape)
-        break
       t = t.cast(idt).expand(bshape)
       out = (t < -s) | (t >= s)
       bad = out if bad is None else bad | out
@@ -1103,6 +1100,11 @@ class Tensor(metaclass=_TensorType):
     their true entries)."""
     x, tensors, _ = self._plan(indices)
     if not tensors: return x
+    if len(tensors) == 1:
+      # one index tensor: a gather along its dim, the result's other dims in place (rows of the table stay contiguous)
+      (p, t), n = tensors[0], tensors[0][1].numel()
+      idx = t.reshape(*[1] * p, n, *[1] * (x.ndim - p - 1)).expand(*x.shape[:p], n, *x.shape[p + 1:])
+      return x._gather(idx, p).reshape(*x.shape[:p], *t.shape, *x.shape[p + 1:])
     xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
     rshape, nbt = xp.shape[:-1], prod(bshape)
