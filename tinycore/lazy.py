@@ -219,17 +219,18 @@ class LazyBuffer:
     simple = len(self.st.views) == 1 and (v.mask is None or v.mask[axis] == (0, size)) and self.base.op is not CONST
     return LazyBuffer.metaop(Ops.GATHER, idx.shape, self.dtype, self.device, arg=axis,
                              srcs=(self if simple else self.contiguous(), idx, idx._index_check(size)))
-  def scatter_add(self, idx: LazyBuffer, src: LazyBuffer, axis: int) -> LazyBuffer:
-    """A copy of self with src added at idx along `axis`: out[..., idx[..., k, ...], ...] += src[..., k, ...] (idx and src
-    have self's shape except at axis). Repeated indices add up in k's order on every backend: one thread per position
-    of the other dims loops over k, so no two threads touch one element. An index out of range adds nothing and raises
-    IndexError at the next sync."""
-    size = self._indexed(idx, src, axis, "scatter_add")
+  def scatter(self, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None = Ops.ADD) -> LazyBuffer:
+    """A copy of self with src combined in at idx along `axis` (idx and src have self's shape except at axis):
+    out[..., idx[..., k, ...], ...] = op(out[..., idx[..., k, ...], ...], src[..., k, ...]), or src's value where op is
+    None. Repeated indices combine in k's order on every backend (the last write wins for None): one thread per position
+    of the other dims loops over k, so no two threads touch one element. An index out of range changes nothing and
+    raises IndexError at the next sync."""
+    size = self._indexed(idx, src, axis, "scatter")
     target = LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))  # a fresh buffer, written in place
     if idx.size == 0: return target
     idx, src = (x.contiguous() if x.base.op is CONST else x for x in (idx, src))  # loaded as buffers (through their views)
-    return LazyBuffer(self.device, _from_shape(self.shape), self.dtype, Ops.SCATTER, axis, (target, idx, src.cast(self.dtype), idx._index_check(size)),
-                      var_vals=_srcs_vals((self, idx, src)))
+    srcs = (target, idx, src.cast(self.dtype), idx._index_check(size))
+    return LazyBuffer(self.device, _from_shape(self.shape), self.dtype, Ops.SCATTER, (axis, op), srcs, var_vals=_srcs_vals((self, idx, src)))
   def _indexed(self, idx: LazyBuffer, src: LazyBuffer, axis: int, what: str) -> int:
     """The size of the indexed axis, after checking the shapes of an indexed op."""
     if not dtypes.is_int(idx.dtype): raise TypeError(f"{what} needs integer indices, got {idx.dtype}")
@@ -237,7 +238,8 @@ class LazyBuffer:
     if not (len(idx.shape) == len(src.shape) == len(self.shape)) or idx.shape != src.shape or \
        any(a != b for d, (a, b) in enumerate(zip(idx.shape, self.shape)) if d != axis):
       raise ValueError(f"{what}: index {idx.shape} (and values {src.shape}) must match {self.shape} except at axis {axis}")
-    if idx.device != self.device or src.device != self.device: raise ValueError(f"{what} device mismatch: {self.device} vs {idx.device}, {src.device}")
+    if idx.device != self.device or src.device != self.device:
+      raise ValueError(f"{what} device mismatch: {self.device} vs {idx.device}, {src.device}")
     if not isinstance(size := self.shape[axis], int): raise ValueError(f"{what}: the indexed axis cannot be symbolic ({self.shape})")
     # every index into an empty axis is out of range: known from the shapes alone
     if size == 0 and idx.size != 0: raise IndexError(f"{what}: index into axis {axis} of size 0 (shape {self.shape})")

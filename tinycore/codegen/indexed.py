@@ -1,10 +1,11 @@
-"""Lowering of a scatter-add kernel: SINK(SCATTER(buf, VIEW dst, src, index), arg=(axis, size, stride)).
+"""Lowering of a scatter kernel: SINK(SCATTER(buf, VIEW dst, src, index), arg=(axis, size, stride, op)).
 
 The iteration space is the index's shape. Every position of its other dims is one thread (a loop where the renderer
-has no ids); each thread loops over the indexed axis in order and adds src into buf at dst's position plus the loaded
-index (wrapped) times the axis's stride. No two threads touch one element, so repeated indices add up in index order,
-the same on every backend; an index out of range is skipped (tinycore.index_errors reports it). The kernel takes no
-optimizations: the loop over the indices must stay one serial loop."""
+has no ids); each thread loops over the indexed axis in order and writes at dst's position plus the loaded index
+(wrapped) times the axis's stride: op(old, src), or src where op is None. No two threads touch one element, so
+repeated indices combine in index order (the last write wins), the same on every backend; an index out of range is
+skipped (tinycore.index_errors reports it). The kernel takes no optimizations: the loop over the indices must stay one
+serial loop."""
 from __future__ import annotations
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
@@ -34,7 +35,7 @@ def _load(x: UOp, ix: list[UOp]) -> UOp:
 def lower_scatter(k: Kernel) -> UOp:
   sc = k.ast.src[0]
   buf, dst, src, index = sc.src
-  axis, size, stride = sc.arg
+  axis, size, stride, _ = sc.arg
   shape = dst.arg.shape
   rest = [d for d in range(len(shape)) if d != axis]
   n = prod(shape[d] for d in rest)
@@ -48,6 +49,7 @@ def lower_scatter(k: Kernel) -> UOp:
   pos, ok = safe_index(_load(index, ix), size)
   addr = dst.arg.to_indexed_uops(ix)[0] + pos * stride
   val = _load(src, ix)
-  # gated by the check, the load also depends on the loop: it is not hoisted out of it when the address does not move
-  old = UOp(Ops.LOAD, val.dtype, (buf, addr, ok, UOp.const(val.dtype, 0)))
-  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (buf, addr, UOp(Ops.ADD, val.dtype, (old, val)), ok)),))
+  if (op := sc.arg[3]) is not None:
+    # gated by the check, the load also depends on the loop: it is not hoisted out of it when the address does not move
+    val = UOp(op, val.dtype, (UOp(Ops.LOAD, val.dtype, (buf, addr, ok, UOp.const(val.dtype, 0))), val))
+  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (buf, addr, val, ok)),))

@@ -140,7 +140,7 @@ KERNEL_OPS_MAX = ContextVar("KERNEL_OPS_MAX", 1000)
 def _indexed_ast(out: LazyBuffer, kb: _KernelBuilder) -> UOp:
   """The kernel of an op that writes at loaded positions. INDEX_CHECK: over the index's shape, a store of [size + 1,
   index] into the error buffer where the index is out of range. SCATTER: SCATTER(buf, dst view, src, index) with arg
-  (axis, size, stride), lowered by codegen/indexed.py: dst's view over the index's shape with the axis's stride taken out."""
+  (axis, size, stride, op), lowered by codegen/indexed.py: dst's view over the index's shape with the axis's stride taken out."""
   idx = out.srcs[1]
   it = ShapeTracker.from_shape(idx.shape)
   g = UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0)
@@ -150,12 +150,12 @@ def _indexed_ast(out: LazyBuffer, kb: _KernelBuilder) -> UOp:
     def slot(k: int) -> UOp: return UOp(Ops.VIEW, arg=ShapeTracker((View.create(idx.shape, (0,) * len(idx.shape), k),)))
     vals = (UOp(Ops.CONST, dtypes.int32, (UOp(Ops.VIEW, arg=it),), out.arg + 1), i if i.dtype == dtypes.int32 else UOp(Ops.CAST, dtypes.int32, (i,)))
     return UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.STORE, dtypes.void, (g, slot(k), v, bad)) for k, v in enumerate(vals)))
-  axis, src = out.arg, out.srcs[2]
+  (axis, op), src = out.arg, out.srcs[2]
   kb.load(out.srcs[0].base, ShapeTracker.from_shape(out.shape))  # the target: the kernel runs after the kernel that fills it
   strides = View.create(out.shape).strides
   dst = ShapeTracker((View.create(idx.shape, tuple(0 if d == axis else x for d, x in enumerate(strides))),))
   loads = [kb.load(x.base, x.st) for x in (src, idx)]
-  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.SCATTER, dtypes.void, (g, UOp(Ops.VIEW, arg=dst), *loads), (axis, out.shape[axis], strides[axis])),))
+  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.SCATTER, dtypes.void, (g, UOp(Ops.VIEW, arg=dst), *loads), (axis, out.shape[axis], strides[axis], op)),))
 
 def _never_valid(st: ShapeTracker) -> bool:
   """Whether every element of st is masked out (a view with an empty mask somewhere in the stack)."""
