@@ -34,7 +34,7 @@ from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, BUFFER, C
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker, View
 from tinycore.codegen.indexed import safe_index
-from tinycore.uop.uop import UOp
+from tinycore.uop.uop import UOp, sint_to_uop
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -121,7 +121,7 @@ class _KernelBuilder:
     ld = self.load(table.base, rest)
     if ld.op is not Ops.LOAD: return ld
     pos = safe_index(self.build(idx, st), table.shape[axis])[0]
-    return UOp(Ops.LOAD, ld.dtype, ld.src + (pos * UOp.const(dtypes.int32, v.strides[axis]),))
+    return UOp(Ops.LOAD, ld.dtype, ld.src + (pos * sint_to_uop(v.strides[axis]),))
 
   def bounded(self, u: UOp, base: LazyBuffer) -> UOp:
     """u, where the kernel stays within KERNEL_OPS_MAX nodes; past it, its biggest source is computed first, in a
