@@ -3,9 +3,16 @@ test/test_docs.py fails when the file is out of date or a public Tensor method h
 from __future__ import annotations
 import inspect, pathlib, sys
 
+def _members(obj: object) -> dict[str, object]:
+  """A module's names, or a class's with those of the mixins it is composed of (Tensor: one per concern)."""
+  if not isinstance(obj, type): return dict(vars(obj))
+  out: dict[str, object] = {}
+  for c in reversed(obj.__mro__[:-1]): out.update(vars(c))
+  return out
+
 def _entries(obj: object, public_only: bool = True) -> list[tuple[str, object]]:
   out = []
-  for name, member in sorted(vars(obj).items()):
+  for name, member in sorted(_members(obj).items()):
     if public_only and name.startswith("_") and name not in ("__getitem__", "__setitem__", "__init__"): continue
     fn = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
     if callable(fn) or isinstance(member, property): out.append((name, member))
@@ -13,7 +20,10 @@ def _entries(obj: object, public_only: bool = True) -> list[tuple[str, object]]:
 
 def _signature(name: str, member: object) -> str:
   fn = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
-  try: sig = str(inspect.signature(fn))  # type: ignore[arg-type]
+  try:
+    params = inspect.signature(fn)  # type: ignore[arg-type]
+    # a classmethod is called without its cls, as a staticmethod is: show what the caller passes
+    sig = str(params.replace(parameters=list(params.parameters.values())[1:]) if isinstance(member, classmethod) else params)
   except (TypeError, ValueError): sig = "(...)"
   return f"{name}{sig}" if not isinstance(member, property) else name
 

@@ -44,15 +44,14 @@ def test_beam_choice_is_cached_on_disk(monkeypatch):
 def test_beam_lowers_each_kernel_once_and_caps_the_lanes(monkeypatch):
   # lowering is most of a search's time: a kernel reached by the same opts in another order is not lowered again,
   # and candidates with more than BEAM_UPCAST_MAX lanes are not tried
-  import tinycore.codegen as cg
   monkeypatch.setattr(search, "MAX_ROUNDS", 2)
   monkeypatch.setattr(search, "UPCAST_MAX", 16)
   lowered: list = []
-  orig = cg.get_program
+  orig = search.get_program
   def spy(k, device):
     lowered.append((search._state(k), search._lanes(k)))
     return orig(k, device)
-  monkeypatch.setattr(cg, "get_program", spy)
+  monkeypatch.setattr(search, "get_program", spy)
   a, b = Tensor(ints(16, 32)).realize(), Tensor(ints(32, 16, seed=1)).realize()
   si = [x for x in (a @ b).schedule() if x.ast.op is Ops.SINK][-1]
   k = search.beam_search(Kernel(si.ast, Device["CLANG"].renderer), 2)

@@ -114,3 +114,10 @@ def test_tinygrad_uop_ops_module():
   assert (e.vmin, e.vmax) == (5, 23) and e.render() == "((x*2)+3)"
   import tinycore.uop.ops as ops
   with pytest.raises(AttributeError, match="does not provide 'AxisType'"): _ = ops.AxisType
+
+def test_int_of_a_symbolic_value():
+  # uop.py knows no rewrite rules: int() takes the value the bounds pin, and a value they leave open is refused by name
+  a = Variable("a", 3, 3)
+  assert int(a * 4 + 2) == 3 * 4 + 2 and int(UOp.const(dtypes.float32, 2.5)) == int(2.5)
+  with pytest.raises(TypeError, match=r"\(b\+1\) is not a constant"): int(Variable("b", 0, 4) + 1)
+  assert int(simplify(Variable("b", 0, 4) * 2 - Variable("b", 0, 4) * 2)) == 0  # folding that needs the rules: simplify first

@@ -2,9 +2,9 @@
 gradient of its inputs from the gradient of its output. Everything else in Tensor is composed of these.
 
 The rules the autograd follows:
-- apply() records the Function as the output's `_ctx` (its `parents` are the input Tensors) when the output is float,
-  some input is differentiable (a float tensor whose requires_grad is not False), the Function is differentiable and
-  Tensor.no_grad is off. Otherwise nothing is recorded and the output is a leaf.
+- apply() (Tensor._apply does the work) records the Function as the output's `_ctx` (its `parents` are the input
+  Tensors) when the output is float, some input is differentiable (a float tensor whose requires_grad is not False), the
+  Function is differentiable and Tensor.no_grad is off. Otherwise nothing is recorded and the output is a leaf.
 - backward(grad) takes and returns Tensors (None for an input that needs no gradient). It reads its inputs from
   `self.parents` and its output from `self.out()`, never from the LazyBuffers forward saw, and builds the gradient
   with Functions applied to those Tensors: the gradient is recorded like any other computation, so it can be
@@ -18,10 +18,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
-from tinycore.uop.uop import UOp
 if TYPE_CHECKING: from tinycore.tensor import Tensor
-
-_FLOATS = frozenset(dtypes.floats)
 
 class Function:
   differentiable: ClassVar[bool] = True  # False: the output never records a graph (comparisons, integer ops)
@@ -33,27 +30,13 @@ class Function:
 
   @classmethod
   def apply(cls, *x: Tensor, **kwargs: Any) -> Tensor:
-    T = type(x[0])
-    ctx = cls.__new__(cls)
-    ret = T.__new__(T)
-    ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
-    ret.grad, ret.is_param, ret._ctx = None, True, None
-    if not cls.differentiable or T.no_grad or lb.dtype not in _FLOATS:
-      ret._rg = None
-      return ret
-    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
-    if True in needs:
-      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
-      ret._rg = True if any(t._rg for t in x) else None
-    else: ret._rg = False  # computed from detached tensors only: detached too
-    return ret
+    """forward on the inputs' LazyBuffers, the result wrapped (and this Function recorded) by the inputs' Tensor class:
+    the container does the wrapping (Tensor._apply), so this module needs no Tensor."""
+    return type(x[0])._apply(cls, *x, **kwargs)
 
   def out(self) -> Tensor:
     """The output as a Tensor recorded with this Function: a gradient built from it stays connected to the inputs."""
-    T = type(self.parents[0])
-    ret = T.__new__(T)
-    ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = self.ret, None, True, None, None if T.no_grad else self
-    return ret
+    return type(self.parents[0])._output_of(self)
 
 def _const(like: Tensor, val: float) -> Tensor:
   """A constant of like's shape, dtype and device, cut from the graph."""
@@ -82,13 +65,6 @@ class ContiguousBackward(Function):
 class Cast(Function):
   def forward(self, x: LazyBuffer, dtype: Any, bitcast: bool = False) -> LazyBuffer:
     self.input_dtype, self.bitcast = x.dtype, bitcast
-    if not bitcast and x.is_unrealized_const() and x._base is not None and any(v.mask is not None for v in x.st.views) \
-       and not isinstance(x.const_value(), UOp):
-      # LazyBuffer.cast folds a const view into a fresh const and drops the padding mask (core bug): keep the view
-      val = x.const_value()
-      arg = dtypes.as_const(val, dtype) if not (isinstance(val, float) and math.isnan(val)) else val
-      base = LazyBuffer.metaop(Ops.CONST, (), dtype, x.device, arg=arg)
-      return LazyBuffer(x.device, x.st, dtype, base=base)
     return x.cast(dtype, bitcast)
   def backward(self, grad: Tensor) -> Tensor | None:
     # reinterpreted bits have no derivative: the gradient stops there (as a cast through an integer dtype does)
@@ -175,25 +151,11 @@ class Sign(Function):
   def backward(self, grad: Tensor) -> Tensor: return _const(grad, 0)
 
 # *** binary ***
-class Less(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPLT, y)
-
-class Neq(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.CMPNE, y)
-
-class BitwiseOp(Function):
+class BinaryNoGrad(Function):
+  """A binary op whose result is piecewise constant or an integer, so it has no gradient: the comparisons (CMPLT,
+  CMPNE), integer division and modulo (IDIV, MOD) and the bitwise ops."""
   differentiable = False
   def forward(self, x: LazyBuffer, y: LazyBuffer, op: Ops) -> LazyBuffer: return x.alu(op, y)
-
-class IDiv(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.IDIV, y)
-
-class Mod(Function):
-  differentiable = False
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MOD, y)
 
 class Add(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.ADD, y)
@@ -230,18 +192,9 @@ class Where(Function):
 class Pow(Function):
   """x ** y for float x and y of one shape: C's pow on the edge values (0 ** 0 == 1, (-inf) ** 0.3 == inf, a negative
   base keeps its sign for an odd integer exponent and is NaN for a fractional one), gradients as torch's."""
-  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer:
-    from tinycore.tensor import Tensor
-    b, e = Tensor(x, requires_grad=False), Tensor(y, requires_grad=False)
-    mag = (e * b.abs().log2()).exp2()  # |b| ** e
-    int_e = e == e.trunc()
-    odd = int_e & (e.abs().fmod(2) == 1)
-    out = (b < 0).where((int_e | b.isinf()).where(odd.where(-mag, mag), math.nan), mag)
-    # log2 of 0 and 1 need not be exact on every backend: those bases are spelled out (-0.0 to an odd power keeps its sign)
-    z = (e < 0).where(math.inf, (e > 0).where(0.0, out))
-    out = (b == 0).where((odd & b._signbit()).where(-z, z), out)
-    one = (e == 0) | (b == 1) | ((b.abs() == 1) & e.isinf())
-    self.ret = one.where(1.0, out).cast(x.dtype).lazydata
+  def forward(self, x: LazyBuffer, y: LazyBuffer, value: LazyBuffer) -> LazyBuffer:
+    # the value is composed of elementwise ops by the Tensor side (Tensor._pow_value): Pow records it with its gradients
+    self.ret = value
     return self.ret
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     x, y = self.parents

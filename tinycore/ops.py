@@ -61,7 +61,7 @@ _ALU_FXN: dict[Ops, Callable[..., Any]] = {
   Ops.RECIP: lambda x: np.reciprocal(x) if x.dtype.kind == "f" else np.floor_divide(1, x),
   Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.MAX: _max, Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal,
   Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor, Ops.SHL: np.left_shift, Ops.SHR: _shr,
-  Ops.IDIV: _idiv, Ops.MOD: lambda x, y: np.fmod(x, y) if x.dtype.kind != "f" else np.fmod(x, y),
+  Ops.IDIV: _idiv, Ops.MOD: np.fmod,
   Ops.WHERE: np.where, Ops.MULACC: lambda a, b, c: a * b + c,
 }
 

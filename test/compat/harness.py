@@ -8,8 +8,8 @@ Rules the comparison enforces (the suite's contract; a change here changes what 
   tinycore's default must be differentiable like 0.14's. COMPAT_REQUIRES_GRAD=1 makes them with requires_grad=True
   instead; a diagnostic only, to see gradient values that the default would hide, never how CI runs.
 - gradients: of sum(out * w) for a fixed random w, over every float tensor output, with respect to every float tensor
-  input; `gradient()` first, then `backward()` on the same graph, then each input's `.grad`. tinygrad's backward() is its
-  gradient() written into .grad, so its .grad is taken to be its gradient() (the reference is the slow side).
+  input; `gradient()` first, then `backward()` on the same graph, then each input's `.grad`, in both libraries (tinygrad's
+  backward() is not its gradient() written into .grad: an input outside the graph keeps .grad None there).
 - values: ints and bools exactly; floats within the dtype's tolerance (times the case's factor), NaN where NaN, inf
   where inf. dtypes are compared by their `dtypes.<name>`, not their C spelling (tinygrad's weak dtypes as the defaults).
 - edge values (inf, nan, -0.0, huge): where tinycore differs from tinygrad but agrees with torch, it passes.
@@ -153,13 +153,15 @@ def _tensors(lib: Lib, x: Any) -> list:
 
 def run(lib: Lib, case: Case) -> dict[str, Any]:
   """Run a case in one library: {"out": ..., and with gradients "gradient": [...], "grad": [...]}; exceptions are
-  recorded as Raised, never propagated. The gradient graph is built before anything is realized: in tinygrad 0.14 a
-  realized contiguous()/clone() no longer leads back to its inputs (its gradient becomes zeros)."""
+  recorded as Raised, never propagated. The gradient graph, gradient() and backward() are all built before anything
+  is realized: in tinygrad 0.14 a realized tensor no longer leads back to its inputs (their gradient becomes zeros,
+  their .grad None)."""
   inputs: list = []
   try: out = case.call(lib, inputs)
   except Exception as e: return {"out": Raised(e)}
   outs = [t for t in _tensors(lib, out) if dtype_name(lib, t.dtype).startswith("float")]
-  loss, grads = None, None
+  grads: Any = None
+  grad_attrs: Any = None
   if case.grad and case.values and inputs and outs:
     try:
       rng = np.random.default_rng(7)
@@ -167,18 +169,21 @@ def run(lib: Lib, case: Case) -> dict[str, Any]:
                  (outs[0] * lib.Tensor(rng.standard_normal(outs[0].shape).astype(np.float32)).cast(outs[0].dtype)).sum())
       grads = loss.gradient(*inputs)
     except Exception as e: grads = Raised(e)
+    if not isinstance(grads, Raised):
+      try:
+        loss.backward()
+        grad_attrs = [t.grad for t in inputs]
+      except Exception as e: grad_attrs = Raised(e)
   try: res: dict[str, Any] = {"out": observe(lib, out, case.values)}
   except Exception as e: return {"out": Raised(e)}
   if grads is None: return res
   try: res["gradient"] = grads if isinstance(grads, Raised) else [g.numpy() for g in grads]
   except Exception as e: res["gradient"] = Raised(e)
   if isinstance(res["gradient"], Raised): return res
-  if lib is TG:  # tinygrad's backward() is its gradient() written into .grad: the same values, one schedule fewer
-    res["grad"] = res["gradient"]
-    return res
-  try:
-    loss.backward()
-    res["grad"] = [None if t.grad is None else t.grad.numpy() for t in inputs]
+  # tinygrad 0.14 makes a 0-d tensor of a number a constant without a device, and backward() skips those (.grad None);
+  # tinycore gives it its gradient, as torch does: the reference for such an input is its gradient()
+  try: res["grad"] = grad_attrs if isinstance(grad_attrs, Raised) else \
+    [g if ga is None and lib is TG and t.device is None else None if ga is None else ga.numpy() for t, g, ga in zip(inputs, res["gradient"], grad_attrs)]
   except Exception as e: res["grad"] = Raised(e)
   return res
 

@@ -2,16 +2,17 @@
 
 Global and local dims become SPECIAL ids (or loops where the renderer has no ids), reduce dims become RANGE loops,
 and upcast/unroll dims are expanded: each combination of their values is lowered separately, and hash-consing
-makes the parts that do not depend on them shared."""
+makes the parts that do not depend on them shared. One `Lowerer` lowers one kernel; its methods share the kernel's ids,
+loops and vector lanes through `self`."""
 from __future__ import annotations
-import functools
+import itertools
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
 from tinycore.codegen.indexed import lower_scatter
-from tinycore.uop.uop import UOp, sint_to_uop, ssimplify
-from tinycore.uop.symbolic import simplify, linear_terms
+from tinycore.uop.uop import UOp, sint_to_uop
+from tinycore.uop.symbolic import simplify, ssimplify, linear_terms
 
 def _identity(op: Ops, dt) -> object:  # noqa: ANN001
   return 0 if op is Ops.ADD else dtypes.min(dt)
@@ -31,6 +32,19 @@ def _linear_ids(k: Kernel, kind: str, prefix: str) -> dict[int, UOp]:
     for d in reversed(grp):
       out[d] = (sid // acc) % k.full_shape[d] if len(grp) > 1 else sid
       acc *= k.full_shape[d]
+  return out
+
+def _linear_ids_group(k: Kernel) -> dict[int, UOp]:
+  """Local ids for the local dims and grouped-reduce dims together (both are threads of one group)."""
+  dims = k.dims("l") + k.dims("G")
+  if not k.dims("G"): return {}
+  out: dict[int, UOp] = {}
+  total = prod(k.full_shape[d] for d in dims)
+  sid = UOp(Ops.SPECIAL, dtypes.int32, arg=("lidx0", total))
+  acc = 1
+  for d in reversed(dims):
+    out[d] = (sid // acc) % k.full_shape[d]
+    acc *= k.full_shape[d]
   return out
 
 LANE = "lane"  # the marker for the vector dim in a lowering context
@@ -62,194 +76,220 @@ def _tree(op: Ops, xs: list[UOp]) -> UOp:
   while len(xs) > 1: xs = [UOp(op, xs[i].dtype, (xs[i], xs[i + 1])) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
   return xs[0]
 
-def lower(k: Kernel) -> UOp:
-  if k.ast.src[0].op is Ops.SCATTER: return lower_scatter(k)
-  r = k.renderer
-  idxs: dict[int, UOp] = {}
-  ranges: list[UOp] = []
-  if r.has_local:
-    idxs.update(_linear_ids(k, "g", "gidx"))
-    # grouped-reduce dims are threads of the group too: then locals and groups share one id
-    idxs.update(_linear_ids_group(k) if k.dims("G") else _linear_ids(k, "l", "lidx"))
-  else:
-    for d in k.dims("g"):
-      idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
-      ranges.append(idxs[d])
-  # tile dims are loops inside the global ones (inside each thread where global dims are ids)
-  for d in k.dims("t"):
-    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
-    ranges.append(idxs[d])
-  red_ranges = []
-  for d in k.dims("r"):
-    idxs[d] = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(k.full_shape[d])), arg=len(ranges))
-    ranges.append(idxs[d])
-    red_ranges.append(idxs[d])
-  acc_ids = iter(range(1 << 30))
-  vdim, vw = pick_vector_dim(k) or (None, 1)
-  vec_ops: set = set(getattr(r, "vector_alu", ()))
-  vec_dts: tuple = tuple(getattr(r, "vector_dtypes", ()))
-  lane_var = UOp(Ops.DEFINE_VAR, dtypes.int32, arg=("_lane", 0, vw - 1))
+def _pack(xs: tuple[UOp, ...]) -> UOp:
+  """The vector holding these lanes: the vector they were taken from, or a VECTORIZE of them."""
+  v = xs[0].src[0] if xs[0].op is Ops.GEP else None
+  if v is not None and v.dtype.count == len(xs) and all(x.op is Ops.GEP and x.src[0] is v and x.arg == j for j, x in enumerate(xs)): return v
+  return UOp(Ops.VECTORIZE, xs[0].dtype.vec(len(xs)), xs)
 
-  def index(view: UOp, consts: dict[int, int | str]) -> tuple[UOp, UOp]:
-    st = k.st_for(view)
-    ix = [lane_var if consts.get(d) == LANE else UOp.const(dtypes.int32, consts[d]) if d in consts else idxs.get(d, UOp.const(dtypes.int32, 0))
-          if s != 1 else UOp.const(dtypes.int32, 0) for d, s in enumerate(st.shape)]
+def _unpack(v: UOp) -> tuple[UOp, ...]: return tuple(UOp(Ops.GEP, v.dtype.scalar(), (v,), j) for j in range(v.dtype.count))
+
+def _key(consts: dict[int, int]) -> tuple:
+  """The hashable form of a lowering context (the values of the expanded dims), the memo key of a lowered node."""
+  return tuple(sorted(consts.items()))
+
+class Lowerer:
+  """Lowers one kernel. The state every node's lowering shares: the index of each dim (an id or a loop), the loops,
+  the vector dim and its lane variable, and the accumulator counter.
+
+  A node is lowered in a context: the values of the expanded (upcast/unroll) dims, as a sorted tuple of (dim, value).
+  `node` gives the scalar value in that context; `lanes` gives its value at every lane of the vector dim (a tuple of
+  scalars, often GEPs of one vector). Both are memoized per context, so shared subgraphs are lowered once."""
+  def __init__(self, k: Kernel):
+    self.k = k
+    self.idxs: dict[int, UOp] = {}
+    self.ranges: list[UOp] = []      # every loop, in nesting order (a RANGE's arg is its place here)
+    self.red_ranges: list[UOp] = []  # the reduce loops an accumulator lives across
+    self.acc_ids = itertools.count()
+    self.vdim, self.vw = pick_vector_dim(k) or (None, 1)
+    self.vec_ops: set = set(getattr(k.renderer, "vector_alu", ()))
+    self.vec_dts: tuple = tuple(getattr(k.renderer, "vector_dtypes", ()))
+    self.lane_var = UOp(Ops.DEFINE_VAR, dtypes.int32, arg=("_lane", 0, self.vw - 1))
+    self.node_memo: dict[tuple[UOp, tuple], UOp] = {}
+    self.lanes_memo: dict[tuple[UOp, tuple], tuple[UOp, ...]] = {}
+    self._index_dims()
+
+  # *** the iteration space: ids and loops ***
+  def _index_dims(self) -> None:
+    k = self.k
+    if k.renderer.has_local:
+      self.idxs.update(_linear_ids(k, "g", "gidx"))
+      # grouped-reduce dims are threads of the group too: then locals and groups share one id
+      self.idxs.update(_linear_ids_group(k) if k.dims("G") else _linear_ids(k, "l", "lidx"))
+    else:
+      for d in k.dims("g"): self._loop(d)
+    # tile dims are loops inside the global ones (inside each thread where global dims are ids)
+    for d in k.dims("t"): self._loop(d)
+    for d in k.dims("r"): self.red_ranges.append(self._loop(d))
+
+  def _loop(self, d: int) -> UOp:
+    self.idxs[d] = rng = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), sint_to_uop(self.k.full_shape[d])), arg=len(self.ranges))
+    self.ranges.append(rng)
+    return rng
+
+  def index(self, view: UOp, consts: dict[int, int | str]) -> tuple[UOp, UOp]:
+    """The (index, valid) expressions of a view in a context; a dim set to LANE takes the lane variable."""
+    st = self.k.st_for(view)
+    ix = [self.lane_var if consts.get(d) == LANE else UOp.const(dtypes.int32, consts[d]) if d in consts else
+          self.idxs.get(d, UOp.const(dtypes.int32, 0)) if s != 1 else UOp.const(dtypes.int32, 0) for d, s in enumerate(st.shape)]
     return st.to_indexed_uops(ix)
 
-  def lane_stride(idx: UOp, valid: UOp) -> int | None:
+  def lane_stride(self, idx: UOp, valid: UOp) -> int | None:
     """How far idx moves from one lane to the next where it is linear in the lane and valid does not use it."""
-    if lane_var in valid.sparents(): return None
+    if self.lane_var in valid.sparents(): return None
     terms, _ = linear_terms(idx)
-    if any(lane_var in t.sparents() for t in terms if t is not lane_var): return None
-    return terms.get(lane_var, 0)
+    if any(self.lane_var in t.sparents() for t in terms if t is not self.lane_var): return None
+    return terms.get(self.lane_var, 0)
+
+  def at_lane0(self, idx: UOp) -> UOp: return simplify(idx.substitute({self.lane_var: UOp.const(dtypes.int32, 0)}))
+
+  def vectorizable(self, op: Ops, dt, srcs: tuple) -> bool:  # noqa: ANN001
+    return op in self.vec_ops and dt in self.vec_dts and all(s.dtype in self.vec_dts for s in srcs)
 
   # *** values: scalar mode gives one UOp; lane mode gives a tuple of vw scalar UOps (often GEPs of one vector) ***
-  def pack(xs: tuple[UOp, ...]) -> UOp:
-    """The vector holding these lanes: the vector they were taken from, or a VECTORIZE of them."""
-    v = xs[0].src[0] if xs[0].op is Ops.GEP else None
-    if v is not None and v.dtype.count == len(xs) and all(x.op is Ops.GEP and x.src[0] is v and x.arg == j for j, x in enumerate(xs)): return v
-    return UOp(Ops.VECTORIZE, xs[0].dtype.vec(len(xs)), xs)
-  def unpack(v: UOp) -> tuple[UOp, ...]: return tuple(UOp(Ops.GEP, v.dtype.scalar(), (v,), j) for j in range(v.dtype.count))
-  def vectorizable(op: Ops, dt, srcs: tuple) -> bool:  # noqa: ANN001
-    return op in vec_ops and dt in vec_dts and all(s.dtype in vec_dts for s in srcs)
+  def node(self, u: UOp, key: tuple) -> UOp:
+    """u lowered in the context `key`: one scalar value."""
+    if (ret := self.node_memo.get((u, key))) is None: self.node_memo[(u, key)] = ret = self._node(u, dict(key), key)
+    return ret
 
-  @functools.lru_cache(maxsize=None)
-  def lower_node(u: UOp, consts_key: tuple) -> UOp:
-    consts = dict(consts_key)
+  def _node(self, u: UOp, consts: dict[int, int], key: tuple) -> UOp:
     if u.op is Ops.LOAD:
-      idx, valid = index(u.src[1], consts)
+      idx, valid = self.index(u.src[1], consts)
       buf = u.src[0]
-      if len(u.src) > 2: idx = idx + lower_node(u.src[2], consts_key)  # a gather: the loaded index's part of the address
+      if len(u.src) > 2: idx = idx + self.node(u.src[2], key)  # a gather: the loaded index's part of the address
       if valid.op is Ops.CONST and valid.arg is False: return UOp.const(u.dtype, 0)
       if valid.op is Ops.CONST: return UOp(Ops.LOAD, u.dtype, (buf, idx))
       return UOp(Ops.LOAD, u.dtype, (buf, idx, valid, UOp.const(u.dtype, 0)))
     if u.op is Ops.CONST and not u.src: return u  # a value without a view (an indexed op's index arithmetic)
     if u.op is Ops.CONST:
-      _, valid = index(u.src[0], consts)
+      _, valid = self.index(u.src[0], consts)
       c = u.arg.cast(u.dtype) if isinstance(u.arg, UOp) else UOp.const(u.dtype, u.arg)  # a symbolic const: its Variables' expression
       return c if valid.op is Ops.CONST and valid.arg is True else simplify(valid.where(c, UOp.const(u.dtype, 0)))
-    if u.op is Ops.REDUCE_AXIS: return lower_reduce(u, consts)
-    return UOp(u.op, u.dtype, tuple(lower_node(s, consts_key) for s in u.src), u.arg)
+    if u.op is Ops.REDUCE_AXIS: return self.reduce(u, consts)
+    return UOp(u.op, u.dtype, tuple(self.node(s, key) for s in u.src), u.arg)
 
-  @functools.lru_cache(maxsize=None)
-  def lower_lanes(u: UOp, consts_key: tuple) -> tuple[UOp, ...]:
-    """u at every value of the vector dim (the other dims as in consts_key): a tuple of lanes."""
-    consts = dict(consts_key)
-    def per_lane() -> tuple[UOp, ...]: return tuple(lower_node(u, tuple(sorted({**consts, vdim: j}.items()))) for j in range(vw))
-    if u.op is Ops.LOAD and len(u.src) > 2: return per_lane()  # a gather's address is loaded: lane by lane
-    if u.op is Ops.LOAD:
-      idx, valid = index(u.src[1], {**consts, vdim: LANE})
-      stride = lane_stride(idx, valid)
-      if stride == 0: return (lower_node(u, tuple(sorted({**consts, vdim: 0}.items()))),) * vw
-      if stride == 1 and u.dtype in vec_dts and not (valid.op is Ops.CONST and valid.arg is False):
-        idx0, buf, vdt = simplify(idx.substitute({lane_var: UOp.const(dtypes.int32, 0)})), u.src[0], u.dtype.vec(vw)
-        if valid.op is Ops.CONST: return unpack(UOp(Ops.LOAD, vdt, (buf, idx0)))
-        return unpack(UOp(Ops.LOAD, vdt, (buf, idx0, valid, pack((UOp.const(u.dtype, 0),) * vw))))
-      return per_lane()
-    if u.op is Ops.CONST: return per_lane()
-    if u.op is Ops.REDUCE_AXIS: return lower_reduce_lanes(u, consts)
-    srcs = [lower_lanes(s, consts_key) for s in u.src]
-    if vectorizable(u.op, u.dtype, u.src):
-      return unpack(UOp(u.op, u.dtype.vec(vw), tuple(pack(x) for x in srcs), u.arg))
-    return tuple(UOp(u.op, u.dtype, tuple(x[j] for x in srcs), u.arg) for j in range(vw))
+  def lanes(self, u: UOp, key: tuple) -> tuple[UOp, ...]:
+    """u at every value of the vector dim (the other dims as in `key`): a tuple of lanes."""
+    if (ret := self.lanes_memo.get((u, key))) is None: self.lanes_memo[(u, key)] = ret = self._lanes(u, dict(key), key)
+    return ret
 
-  def combine(op: Ops, a: UOp, b: UOp) -> UOp: return UOp(op, a.dtype, (a, b))
+  def _lanes(self, u: UOp, consts: dict[int, int], key: tuple) -> tuple[UOp, ...]:
+    if u.op is Ops.LOAD and len(u.src) > 2: return self._per_lane(u, consts)  # a gather's address is loaded: lane by lane
+    if u.op is Ops.LOAD: return self._load_lanes(u, consts)
+    if u.op is Ops.CONST: return self._per_lane(u, consts)
+    if u.op is Ops.REDUCE_AXIS: return self.reduce_lanes(u, consts)
+    srcs = [self.lanes(s, key) for s in u.src]
+    if self.vectorizable(u.op, u.dtype, u.src): return _unpack(UOp(u.op, u.dtype.vec(self.vw), tuple(_pack(x) for x in srcs), u.arg))
+    return tuple(UOp(u.op, u.dtype, tuple(x[j] for x in srcs), u.arg) for j in range(self.vw))
 
-  def accumulate(op: Ops, dt, parts: list[UOp]) -> UOp:  # noqa: ANN001
+  def _per_lane(self, u: UOp, consts: dict[int, int]) -> tuple[UOp, ...]:
+    return tuple(self.node(u, _key({**consts, self.vdim: j})) for j in range(self.vw))
+
+  def _load_lanes(self, u: UOp, consts: dict[int, int]) -> tuple[UOp, ...]:
+    """A load at every lane: one value for all (stride 0), one vector load (stride 1, where the dtype has vectors),
+    else one load per lane."""
+    idx, valid = self.index(u.src[1], {**consts, self.vdim: LANE})
+    stride = self.lane_stride(idx, valid)
+    if stride == 0: return (self.node(u, _key({**consts, self.vdim: 0})),) * self.vw
+    if stride == 1 and u.dtype in self.vec_dts and not (valid.op is Ops.CONST and valid.arg is False):
+      idx0, buf, vdt = self.at_lane0(idx), u.src[0], u.dtype.vec(self.vw)
+      if valid.op is Ops.CONST: return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0)))
+      return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0, valid, _pack((UOp.const(u.dtype, 0),) * self.vw))))
+    return self._per_lane(u, consts)
+
+  # *** reduces ***
+  def accumulate(self, op: Ops, dt, parts: list[UOp]) -> UOp:  # noqa: ANN001
     """parts combined into an accumulator over the reduce loops (or just combined when there are none)."""
-    if not red_ranges: return _tree(op, parts)
+    if not self.red_ranges: return _tree(op, parts)
     init = UOp.const(dt.scalar(), _identity(op, dt.scalar()))
-    acc = UOp(Ops.DEFINE_ACC, dt, (pack((init,) * dt.count) if dt.count > 1 else init,) + tuple(red_ranges), arg=next(acc_ids))
+    acc = UOp(Ops.DEFINE_ACC, dt, (_pack((init,) * dt.count) if dt.count > 1 else init,) + tuple(self.red_ranges), arg=next(self.acc_ids))
     if all(p.op is Ops.MUL for p in parts):
       # products chain through the accumulator so that each becomes one fused multiply-add
       val = acc
-      for p in parts: val = combine(op, val, p)
-    else: val = combine(op, acc, _tree(op, parts))
+      for p in parts: val = UOp(op, val.dtype, (val, p))
+    else: val = UOp(op, acc.dtype, (acc, _tree(op, parts)))
     return UOp(Ops.ASSIGN, dt, (acc, val))
 
-  def lower_reduce_lanes(u: UOp, consts: dict[int, int]) -> tuple[UOp, ...]:
+  def reduce_lanes(self, u: UOp, consts: dict[int, int]) -> tuple[UOp, ...]:
     """A reduce whose output is vectorized (the vector dim is an upcast output dim): a vector accumulator."""
     op = u.arg[0]
-    parts = [lower_lanes(u.src[0], tuple(sorted({**consts, **uc}.items()))) for uc in upcast_combos(k, "u")]
-    if op in vec_ops and u.dtype in vec_dts: return unpack(accumulate(op, u.dtype.vec(vw), [pack(p) for p in parts]))
-    return tuple(accumulate(op, u.dtype, [p[j] for p in parts]) for j in range(vw))
+    parts = [self.lanes(u.src[0], _key({**consts, **uc})) for uc in upcast_combos(self.k, "u")]
+    if op in self.vec_ops and u.dtype in self.vec_dts: return _unpack(self.accumulate(op, u.dtype.vec(self.vw), [_pack(p) for p in parts]))
+    return tuple(self.accumulate(op, u.dtype, [p[j] for p in parts]) for j in range(self.vw))
 
-  def lower_reduce(u: UOp, consts: dict[int, int]) -> UOp:
+  def reduce(self, u: UOp, consts: dict[int, int]) -> UOp:
+    """A reduce to one scalar: accumulated over the unrolled dims and the reduce loops, then across the group."""
+    if self.vdim is not None and self.k.kinds[self.vdim] == "u": ret = self._reduce_unrolled_lanes(u, consts)
+    else: ret = self.accumulate(u.arg[0], u.dtype, [self.node(u.src[0], _key({**consts, **uc})) for uc in upcast_combos(self.k, "u")])
+    return self._group_reduce(u, consts, ret) if self.k.dims("G") else ret
+
+  def _reduce_unrolled_lanes(self, u: UOp, consts: dict[int, int]) -> UOp:
+    """The vector dim is an unrolled reduce dim: lanes accumulate side by side and are combined after the loop."""
     op = u.arg[0]
-    if vdim is not None and k.kinds[vdim] == "u":
-      # the vector dim is an unrolled reduce dim: lanes accumulate side by side and are combined after the loop
-      combos = [c for c in upcast_combos(k, "u") if c[vdim] == 0]
-      parts = [lower_lanes(u.src[0], tuple(sorted({**consts, **{d: v for d, v in uc.items() if d != vdim}}.items()))) for uc in combos]
-      if op in vec_ops and u.dtype in vec_dts:
-        # the lanes of the accumulator are combined by halves: vector ops on ever shorter vectors, not one per lane
-        v = accumulate(op, u.dtype.vec(vw), [pack(p) for p in parts])
-        while v.dtype.count > 2:
-          lanes, h = unpack(v), v.dtype.count // 2
-          v = UOp(op, v.dtype.scalar().vec(h), (pack(lanes[:h]), pack(lanes[h:])))
-        return _tree(op, list(unpack(v)))
-      ret = accumulate(op, u.dtype, [x for p in parts for x in p])
-    else:
-      parts = [lower_node(u.src[0], tuple(sorted({**consts, **uc}.items()))) for uc in upcast_combos(k, "u")]
-      ret = accumulate(op, u.dtype, parts)
-    if not k.dims("G"): return ret
-    # grouped reduce: each thread leaves its partial result in local memory, then every thread reduces the group
-    ldims, gdims = k.dims("l"), k.dims("G")
-    lane = consts_index(consts)
-    size = prod(k.full_shape[d] for d in ldims + gdims)
+    combos = [c for c in upcast_combos(self.k, "u") if c[self.vdim] == 0]
+    parts = [self.lanes(u.src[0], _key({**consts, **{d: v for d, v in uc.items() if d != self.vdim}})) for uc in combos]
+    if not (op in self.vec_ops and u.dtype in self.vec_dts): return self.accumulate(op, u.dtype, [x for p in parts for x in p])
+    # the lanes of the accumulator are combined by halves: vector ops on ever shorter vectors, not one per lane
+    v = self.accumulate(op, u.dtype.vec(self.vw), [_pack(p) for p in parts])
+    while v.dtype.count > 2:
+      lanes, h = _unpack(v), v.dtype.count // 2
+      v = UOp(op, v.dtype.scalar().vec(h), (_pack(lanes[:h]), _pack(lanes[h:])))
+    return _tree(op, list(_unpack(v)))
+
+  def _group_reduce(self, u: UOp, consts: dict[int, int], partial: UOp) -> UOp:
+    """Grouped reduce: each thread leaves its partial result in local memory, then every thread reduces the group."""
+    k = self.k
+    size = prod(k.full_shape[d] for d in k.dims("l") + k.dims("G"))
     nlanes = prod(k.full_shape[d] for d in k.dims("U")) or 1
     temp = UOp(Ops.DEFINE_LOCAL, u.dtype.ptr(local=True), arg=("temp0", size * nlanes))
-    def lin(vals: dict[int, UOp]) -> UOp:
-      ix, acc_ = UOp.const(dtypes.int32, 0), 1
-      for d in reversed(ldims + gdims):
-        ix, acc_ = ix + vals[d] * acc_, acc_ * k.full_shape[d]
-      return simplify(ix + lane * size)
-    store = UOp(Ops.STORE, dtypes.void, (temp, lin(idxs), ret))
+    offset = self._upcast_lane(consts) * size
+    store = UOp(Ops.STORE, dtypes.void, (temp, self._group_slot(self.idxs, offset), partial))
     barrier = UOp(Ops.BARRIER, dtypes.void, (store,))
     out = None
     for gc in upcast_combos(k, "G"):
-      vals = {**idxs, **{d: UOp.const(dtypes.int32, v) for d, v in gc.items()}}
-      ld = UOp(Ops.LOAD, u.dtype, (temp, lin(vals), barrier))
-      out = ld if out is None else combine(op, out, ld)
+      vals = {**self.idxs, **{d: UOp.const(dtypes.int32, v) for d, v in gc.items()}}
+      ld = UOp(Ops.LOAD, u.dtype, (temp, self._group_slot(vals, offset), barrier))
+      out = ld if out is None else UOp(u.arg[0], ld.dtype, (out, ld))
     return out
 
-  def consts_index(consts: dict[int, int]) -> int:
+  def _group_slot(self, vals: dict[int, UOp], offset: int) -> UOp:
+    """The place in local memory of the thread at these local and group indices, in the slice of one upcast lane."""
+    ix, acc = UOp.const(dtypes.int32, 0), 1
+    for d in reversed(self.k.dims("l") + self.k.dims("G")):
+      ix, acc = ix + vals[d] * acc, acc * self.k.full_shape[d]
+    return simplify(ix + offset)
+
+  def _upcast_lane(self, consts: dict[int, int]) -> int:
+    """The number of the upcast output combination a context is in (the order of the upcast dims' values)."""
     lane, acc = 0, 1
-    for d in reversed(k.dims("U")):
-      lane, acc = lane + consts.get(d, 0) * acc, acc * k.full_shape[d]
+    for d in reversed(self.k.dims("U")):
+      lane, acc = lane + consts.get(d, 0) * acc, acc * self.k.full_shape[d]
     return lane
 
-  stores = []
-  lanes_out = vdim is not None and k.kinds[vdim] == "U"
-  for uc in upcast_combos(k, "U"):
-    if lanes_out and uc[vdim] != 0: continue
-    for st_node in k.ast.src:
-      if not lanes_out:
-        key = tuple(sorted(uc.items()))
-        val = lower_node(st_node.src[2], key)
-        idx, valid = index(st_node.src[1], uc)
-        gate = tuple(lower_node(g, key) for g in st_node.src[3:])  # a gated store (an index check's)
-        stores.append(UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, val) + gate))
-        continue
-      rest = {d: v for d, v in uc.items() if d != vdim}
-      vals = lower_lanes(st_node.src[2], tuple(sorted(rest.items())))
-      idx, valid = index(st_node.src[1], {**rest, vdim: LANE})
-      if lane_stride(idx, valid) == 1:
-        stores.append(UOp(Ops.STORE, dtypes.void, (st_node.src[0], simplify(idx.substitute({lane_var: UOp.const(dtypes.int32, 0)})), pack(vals))))
-      else:
-        for j in range(vw):
-          idx_j, _ = index(st_node.src[1], {**rest, vdim: j})
-          stores.append(UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx_j, vals[j])))
-  return UOp(Ops.SINK, dtypes.void, tuple(stores))
+  # *** stores: the kernel's outputs at every upcast combination ***
+  def lower(self) -> UOp:
+    """The kernel as a SINK of stores."""
+    stores: list[UOp] = []
+    lanes_out = self.vdim is not None and self.k.kinds[self.vdim] == "U"
+    for uc in upcast_combos(self.k, "U"):
+      if lanes_out and uc[self.vdim] != 0: continue
+      for st_node in self.k.ast.src: stores.extend(self._store_lanes(st_node, uc) if lanes_out else [self._store(st_node, uc)])
+    return UOp(Ops.SINK, dtypes.void, tuple(stores))
 
-def _linear_ids_group(k: Kernel) -> dict[int, UOp]:
-  """Local ids for the local dims and grouped-reduce dims together (both are threads of one group)."""
-  dims = k.dims("l") + k.dims("G")
-  if not k.dims("G"): return {}
-  out: dict[int, UOp] = {}
-  total = prod(k.full_shape[d] for d in dims)
-  sid = UOp(Ops.SPECIAL, dtypes.int32, arg=("lidx0", total))
-  acc = 1
-  for d in reversed(dims):
-    out[d] = (sid // acc) % k.full_shape[d]
-    acc *= k.full_shape[d]
-  return out
+  def _store(self, st_node: UOp, uc: dict[int, int]) -> UOp:
+    idx, _ = self.index(st_node.src[1], uc)
+    gate = tuple(self.node(g, _key(uc)) for g in st_node.src[3:])  # a gated store (an index check's)
+    return UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, self.node(st_node.src[2], _key(uc))) + gate)
+
+  def _store_lanes(self, st_node: UOp, uc: dict[int, int]) -> list[UOp]:
+    """A store at every lane of the vector dim: one vector store where the lanes are adjacent, else one per lane."""
+    rest = {d: v for d, v in uc.items() if d != self.vdim}
+    vals = self.lanes(st_node.src[2], _key(rest))
+    idx, valid = self.index(st_node.src[1], {**rest, self.vdim: LANE})
+    if self.lane_stride(idx, valid) == 1: return [UOp(Ops.STORE, dtypes.void, (st_node.src[0], self.at_lane0(idx), _pack(vals)))]
+    return [UOp(Ops.STORE, dtypes.void, (st_node.src[0], self.index(st_node.src[1], {**rest, self.vdim: j})[0], vals[j])) for j in range(self.vw)]
+
+def lower(k: Kernel) -> UOp:
+  """A kernel lowered to a UOp graph: a SINK of its stores."""
+  if k.ast.src[0].op is Ops.SCATTER: return lower_scatter(k)
+  return Lowerer(k).lower()

@@ -13,11 +13,13 @@ import concurrent.futures, os, pickle, time
 from typing import Any
 import numpy as np
 from tinycore.device import Buffer, CompileError, Device
-from tinycore.dtype import PtrDType
+from tinycore.dtype import PtrDType, to_np_dtype
 from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv, prod
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, pretty, sym_infer
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
+from tinycore.codegen.heuristic import hand_coded_optimizations
+from tinycore.codegen.program import get_program
 
 def _actions() -> list[Opt]:
   acts: list[Opt] = []
@@ -61,7 +63,7 @@ class _Bench:
       dt, n = sizes.get(i, (None, 1))
       b = Buffer(device, n, dt).allocate()
       # ones: no integer division by zero, and values that stay finite
-      b.copyin(memoryview(np.ones(n, dtype=np.float32 if dt is None else _np_dtype(dt)).tobytes()))
+      b.copyin(memoryview(np.ones(n, dtype=np.float32 if dt is None else to_np_dtype(dt)).tobytes()))
       self.bufs.append(b)
 
   def time(self, p: Any, lib: bytes, runs: int) -> float:
@@ -80,10 +82,6 @@ class _Bench:
       best = min(best, t if t is not None else float("inf"))
     return best
 
-def _np_dtype(dt: Any) -> Any:
-  from tinycore.dtype import to_np_dtype
-  return to_np_dtype(dt)
-
 def _cache_key(k: Kernel, amount: int) -> tuple[str, str]:
   return f"beam_{k.renderer.device}", f"{amount}:{pretty(k.ast)}"
 
@@ -95,8 +93,6 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
   if (hit := diskcache_get(table, key)) is not None:
     try: return k.copy().apply_opts([Opt(OptOps[o], a, n) for o, a, n in pickle.loads(hit)])
     except (KernelOptError, KeyError, pickle.UnpicklingError): pass  # optimizations from an older version: search again
-  from tinycore.codegen import get_program
-  from tinycore.codegen.heuristic import hand_coded_optimizations
   st = time.perf_counter()
   bench = _Bench(k.ast, k.renderer.device)
   dev = bench.dev

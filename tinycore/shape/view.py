@@ -4,7 +4,8 @@ import functools
 from dataclasses import dataclass
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
-from tinycore.uop.uop import UOp, sint, sint_to_uop, ssimplify
+from tinycore.uop.uop import UOp, sint, sint_to_uop
+from tinycore.uop.symbolic import simplify, ssimplify
 
 @functools.cache
 def strides_for_shape(shape: tuple[sint, ...]) -> tuple[sint, ...]:
@@ -144,7 +145,7 @@ class View:
     b, e = dim[2]
     return isinstance(inner, int) and isinstance(b, int) and isinstance(e, int) and b % inner == 0 and e % inner == 0
 
-def _smax(a: sint, b: sint) -> sint: return max(a, b) if isinstance(a, int) and isinstance(b, int) else UOp.maximum(sint_to_uop(a), b).simplify()
+def _smax(a: sint, b: sint) -> sint: return max(a, b) if isinstance(a, int) and isinstance(b, int) else simplify(UOp.maximum(sint_to_uop(a), b))
 def _smin(a: sint, b: sint) -> sint:
   if isinstance(a, int) and isinstance(b, int): return min(a, b)
-  return (-UOp.maximum(-sint_to_uop(a), -sint_to_uop(b))).simplify()
+  return simplify(-UOp.maximum(-sint_to_uop(a), -sint_to_uop(b)))

@@ -2,12 +2,13 @@
 
 Index expressions are kept as a canonical linear form (sum of coefficient * term, plus a constant), which lets
 division and modulo by constants cancel the way index math needs: (a*4+b)//4 -> a and (a*4+b)%4 -> b for 0<=b<4.
-"""
+The size helpers built on it (`ssimplify`, `smax`, `resolve`) live here too, above uop.py, which knows no rules."""
 from __future__ import annotations
 import functools, math
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops, GroupOp
-from tinycore.uop.uop import UOp, const_fold
+from typing import Any
+from tinycore.uop.uop import UOp, const_fold, sint
 from tinycore.uop.rewrite import UPat, PatternMatcher, graph_rewrite
 
 def _is_int(u: UOp) -> bool: return dtypes.is_int(u.dtype)
@@ -135,13 +136,22 @@ symbolic = PatternMatcher([
 @functools.lru_cache(maxsize=100_000)
 def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)
 
-def render_index(u: UOp) -> str:
-  """Render an index expression in infix form (C-like), for messages and reprs."""
-  syms = {Ops.ADD: "+", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.AND: "&", Ops.OR: "|"}
-  if u.op is Ops.CONST: return str(u.arg)
-  if u.op is Ops.DEFINE_VAR: return u.arg[0]
-  if u.op in (Ops.RANGE, Ops.SPECIAL): return u.arg[0] if isinstance(u.arg, tuple) else f"ridx{u.arg}"
-  if u.op in syms: return f"({render_index(u.src[0])}{syms[u.op]}{render_index(u.src[1])})"
-  if u.op is Ops.MAX: return f"max({render_index(u.src[0])}, {render_index(u.src[1])})"
-  if u.op is Ops.WHERE: return f"({render_index(u.src[0])}?{render_index(u.src[1])}:{render_index(u.src[2])})"
-  return f"{u.op.name.lower()}({', '.join(render_index(s) for s in u.src)})"
+# *** the size helpers: symbolic sizes folded by the rules above ***
+def ssimplify(x: sint) -> sint:
+  """A size simplified: a python int where it folds to a constant, else the simplified UOp."""
+  if not isinstance(x, UOp): return x
+  s = simplify(x)
+  return int(s.arg) if s.op is Ops.CONST else s
+
+def smax(*xs: sint) -> sint:
+  """The largest of some sizes, a python int where none is symbolic."""
+  ints = [x for x in xs if isinstance(x, int)]
+  syms = [x for x in xs if isinstance(x, UOp)]
+  if not syms: return max(ints)
+  return simplify(functools.reduce(lambda a, b: a.maximum(b), syms + ([syms[0].const_like(max(ints))] if ints else [])))
+
+def resolve(x: Any, default: bool = True) -> bool:
+  """A python bool from a possibly symbolic condition; `default` where the bounds cannot decide."""
+  if not isinstance(x, UOp): return bool(x)
+  s = simplify(x)
+  return bool(s.vmin) if s.vmin == s.vmax else default

@@ -1,6 +1,10 @@
-"""UOp: the immutable, hash-consed node of the IR, used for kernel ASTs, linear programs and index arithmetic."""
+"""UOp: the immutable, hash-consed node of the IR, used for kernel ASTs, linear programs and index arithmetic.
+
+This module is the bottom of the IR: a node, its bounds, its rendering as an expression and the evaluation of a symbolic
+size. It knows no rewrite rules: pattern matching is in rewrite.py, and simplification and the size helpers that need it
+(`simplify`, `ssimplify`, `smax`, `resolve`) are in symbolic.py, above both."""
 from __future__ import annotations
-import functools, math, weakref
+import math, weakref
 from typing import Any, Iterator, Union
 from tinycore.dtype import DType, dtypes
 from tinycore.ops import Ops, GroupOp, python_alu
@@ -121,17 +125,20 @@ class UOp(metaclass=UOpMetaClass):
     return memo[self]
   def vars(self) -> set[UOp]: return {u for u in self.toposort() if u.op is Ops.DEFINE_VAR}
   def render(self) -> str:
-    """Index arithmetic as a readable expression, for error messages and shape printing."""
-    from tinycore.uop.symbolic import render_index
-    return render_index(self)
-  def simplify(self) -> UOp:
-    from tinycore.uop.symbolic import simplify
-    return simplify(self)
+    """Index arithmetic as a readable infix (C-like) expression, for error messages and shape printing."""
+    s = self.src
+    if self.op is Ops.CONST: return str(self.arg)
+    if self.op is Ops.DEFINE_VAR: return self.arg[0]
+    if self.op in (Ops.RANGE, Ops.SPECIAL): return self.arg[0] if isinstance(self.arg, tuple) else f"ridx{self.arg}"
+    if self.op in _INFIX: return f"({s[0].render()}{_INFIX[self.op]}{s[1].render()})"
+    if self.op is Ops.MAX: return f"max({s[0].render()}, {s[1].render()})"
+    if self.op is Ops.WHERE: return f"({s[0].render()}?{s[1].render()}:{s[2].render()})"
+    return f"{self.op.name.lower()}({', '.join(x.render() for x in s)})"
   def __bool__(self) -> bool: raise TypeError(f"a symbolic value has no truth value: {self.render()}")
   def __int__(self) -> int:
-    s = self.simplify()
-    if s.op is Ops.CONST: return int(s.arg)
-    raise TypeError(f"symbolic value {s.render()} is not a constant")
+    # the bounds decide here; the rewrite rules live above this module (`symbolic.simplify` a value first to fold more)
+    if self.vmin == self.vmax: return int(self.vmin)
+    raise TypeError(f"symbolic value {self.render()} is not a constant")
 
 # a bound Variable is a plain python object carried next to the graph, not a node of it
 class BoundVariable:
@@ -152,6 +159,7 @@ def Variable(name: str, min_val: int, max_val: int, dtype: DType | None = None, 
   return UOp.variable(name, min_val, max_val, dtype if dtype is not None else dtypes.int32)
 
 sint = Union[int, UOp]
+_INFIX = {Ops.ADD: "+", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.AND: "&", Ops.OR: "|"}
 
 def _bounds(u: UOp) -> tuple[Any, Any]:
   s = u.src
@@ -186,11 +194,6 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
 
 def const_fold(op: Ops, dtype: DType, vals: list[Any]) -> UOp: return UOp.const(dtype, python_alu(op, dtype, *vals))
 
-def smax(*xs: sint) -> sint:
-  ints = [x for x in xs if isinstance(x, int)]
-  syms = [x for x in xs if isinstance(x, UOp)]
-  if not syms: return max(ints)
-  return functools.reduce(lambda a, b: a.maximum(b), syms + ([syms[0].const_like(max(ints))] if ints else [])).simplify()
 def sym_infer(x: sint, var_vals: dict[UOp, int]) -> int:
   """The value of a symbolic size for the given values of its Variables."""
   if isinstance(x, int): return x
@@ -203,15 +206,6 @@ def sym_infer(x: sint, var_vals: dict[UOp, int]) -> int:
     else: vals[u] = python_alu(u.op, u.dtype, *[vals[s] for s in u.src])
   return int(vals[x])
 def sint_to_uop(x: sint) -> UOp: return UOp.const(dtypes.int32, x) if isinstance(x, int) else x
-def resolve(x: Any, default: bool = True) -> bool:
-  """A python bool from a possibly symbolic condition; `default` where the bounds cannot decide."""
-  if not isinstance(x, UOp): return bool(x)
-  s = x.simplify()
-  return bool(s.vmin) if s.vmin == s.vmax else default
-def ssimplify(x: sint) -> sint:
-  if not isinstance(x, UOp): return x
-  s = x.simplify()
-  return int(s.arg) if s.op is Ops.CONST else s
 
 def pretty(u: UOp, indent: int = 0, seen: set | None = None) -> str:
   """A tree print of a graph, shared nodes shown once."""

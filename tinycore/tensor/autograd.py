@@ -1,0 +1,141 @@
+"""Tensor autograd: requires_grad, the Function applied to tensors (Tensor._apply, the rules in function.py),
+gradient() and backward()."""
+from __future__ import annotations
+import itertools
+from typing import TYPE_CHECKING, Any
+import tinycore.function as F
+from tinycore.dtype import dtypes
+from tinycore.tensor.args import _check_differentiable
+if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+_FLOATS = frozenset(dtypes.floats)
+
+class AutogradMixin:
+  __slots__ = ()
+
+  # *** autograd ***
+  # Every float tensor is differentiable unless requires_grad=False (tinygrad 0.14 has no flag at all): each Function
+  # applied to one is recorded (see tinycore/function.py for the rules), under Tensor.no_grad nothing is. gradient()
+  # returns recorded gradients, which can be differentiated again. backward() fills .grad with plain values, by one of
+  # two rules:
+  # - tinygrad's: every float tensor in the graph (leaves, intermediates and self) that is not requires_grad=False;
+  # - PyTorch's, once the graph holds a tensor marked requires_grad=True (as an Optimizer marks its parameters): only
+  #   the marked leaves. A training loop that slices its batches out of one big data tensor would otherwise add a
+  #   gradient graph to that tensor's .grad at every step and keep them all alive (tinygrad 0.14 does), and the lazy
+  #   .grad of intermediates, read against the parameters, would have to be computed before each optimizer step.
+  # realize() makes the tensors it computes leaves (as tinygrad): a graph is let go once its result is a buffer.
+  @property
+  def requires_grad(self) -> bool | None:
+    """None (the default): differentiable when float; True: the same, said explicitly (PyTorch's habit, and it
+    propagates to results); False: gets no gradient and lets none through. Only float tensors can be set to True."""
+    return self._rg
+  @requires_grad.setter
+  def requires_grad(self, requires_grad: bool | None) -> None:
+    if requires_grad: _check_differentiable(self)
+    self._rg = requires_grad
+  def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
+    """Set requires_grad in place and return self."""
+    self.requires_grad = requires_grad
+    return self
+  def _leaf(self, requires_grad: bool | None) -> Tensor:
+    """self cut from the graph it was computed by, with requires_grad set: what a creation function returns."""
+    self._ctx = None
+    self.requires_grad = requires_grad
+    return self
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Mark this tensor as an optimizer parameter (the default for every tensor) or, with False, as a buffer an
+    Optimizer realizes along with each step but does not update (as tinygrad's BatchNorm running statistics)."""
+    self.is_param = is_param
+    return self
+  @classmethod
+  def _apply(cls, fxn: type[F.Function], *x: Tensor, **kwargs: Any) -> Tensor:
+    """fxn's forward on the inputs' LazyBuffers, wrapped in a Tensor that records fxn by the rules of function.py
+    (Function.apply comes here)."""
+    ctx = fxn.__new__(fxn)
+    ret = cls.__new__(cls)
+    ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
+    ret.grad, ret.is_param, ret._ctx = None, True, None
+    if not fxn.differentiable or cls.no_grad or lb.dtype not in _FLOATS:
+      ret._rg = None
+      return ret
+    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
+    if True in needs:
+      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
+      ret._rg = True if any(t._rg for t in x) else None
+    else: ret._rg = False  # computed from detached tensors only: detached too
+    return ret
+  @classmethod
+  def _output_of(cls, ctx: F.Function) -> Tensor:
+    """ctx's output (ctx.ret) as a Tensor recorded with ctx (Function.out comes here)."""
+    ret = cls.__new__(cls)
+    ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = ctx.ret, None, True, None, None if cls.no_grad else ctx
+    return ret
+  def _deepwalk(self) -> list[Tensor]:
+    """The recorded tensors self depends on (self included when recorded), each after all of its parents."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(self, False)]
+    while stack:
+      t, done = stack.pop()
+      if done:
+        order.append(t)
+        continue
+      if id(t) in seen or t._ctx is None: continue
+      seen.add(id(t))
+      stack.append((t, True))
+      stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
+    return order
+  def _grads(self, gradient: Tensor | None, targets: set[int] | None, marked: bool = False) -> tuple[list[Tensor], dict[int, Tensor]]:
+    if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float Tensors have gradient, this one is {self.dtype}")
+    if gradient is None:
+      if self.numel() != 1: raise RuntimeError(f"backward() without a gradient needs a scalar, this tensor has shape {self.shape}")
+      gradient = type(self)(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
+    if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+    order = self._deepwalk()
+    if targets is not None:  # only what lies on a path to a target
+      keep = set(targets)
+      for t in order:
+        if any(id(p) in keep for p in t._ctx.parents): keep.add(id(t))  # type: ignore[union-attr]
+      order = [t for t in order if id(t) in keep]
+    if marked: order = [t for t in order if t._rg is True]  # requires_grad=True flows from the marked leaves to what uses them
+    grads: dict[int, Tensor] = {id(self): gradient}
+    for t0 in reversed(order):
+      if (g0 := grads.get(id(t0))) is None: continue
+      ctx = t0._ctx
+      assert ctx is not None
+      if marked and len(ctx.parents) > 1 and any(n and p._rg is not True for n, p in zip(ctx.needs_input_grad, ctx.parents)):
+        # no gradient for the inputs that are not marked (the data a parameter multiplies)
+        needs, ctx.needs_input_grad = ctx.needs_input_grad, tuple(n and p._rg is True for n, p in zip(ctx.needs_input_grad, ctx.parents))
+        try: gs = ctx.backward(g0)
+        finally: ctx.needs_input_grad = needs
+      else: gs = ctx.backward(g0)
+      for t, g, need in zip(ctx.parents, gs if len(ctx.parents) > 1 else (gs,), ctx.needs_input_grad):
+        if g is None or not need: continue
+        if g.shape != t.shape: raise RuntimeError(f"{type(ctx).__name__} gave a gradient of shape {g.shape} for an input of shape {t.shape}")
+        grads[id(t)] = g if id(t) not in grads else grads[id(t)] + g
+    return order, grads
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+    """d(self)/d(target) for each target (a vector-Jacobian product with `gradient` when self is not a scalar). The
+    results are recorded like any computation: differentiate them again for higher orders. A target self does not
+    depend on gets zeros; .grad is left alone and the graph is kept."""
+    for t in targets:
+      if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float Tensors have gradient, a target is {t.dtype}")
+    _, grads = self._grads(gradient, {id(t) for t in targets})
+    return [grads[id(t)] if id(t) in grads else type(self)(t.lazydata.const(0), requires_grad=False) for t in targets]
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Add d(self)/d(t) into t.grad for every float tensor t in the graph of self (leaves, intermediates and self) that
+    is not requires_grad=False, as tinygrad; when the graph holds a tensor marked requires_grad=True (an Optimizer marks
+    its parameters), only for the marked leaves, as PyTorch. The graph is kept: a second backward() adds again. .grad
+    holds plain values, not recorded; use gradient() for gradients to differentiate again."""
+    marked = self._rg is True
+    prev, type(self).no_grad = self.no_grad, True
+    try:
+      order, grads = self._grads(gradient, None, marked)
+      seen: set[int] = set()
+      for t in itertools.chain((self,), (p for t0 in order for p in t0._ctx.parents)):  # type: ignore[union-attr]
+        if id(t) in seen or (g := grads.get(id(t))) is None or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
+        seen.add(id(t))
+        if t.grad is None: t.grad = type(self)(g.lazydata, requires_grad=False)
+        else: t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
+    finally: type(self).no_grad = prev
+    return self

@@ -1,0 +1,231 @@
+"""Tensor convolution and pooling: windows cut with movement ops, reduced (conv2d, pooling, interpolation)."""
+from __future__ import annotations
+import math, itertools
+from typing import TYPE_CHECKING, Any, Sequence
+import numpy as np
+from tinycore.dtype import DType, dtypes, to_np_dtype
+from tinycore.helpers import prod, make_tuple, ceildiv
+from tinycore.errors import ShapeError, ArgumentError
+if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], ...]:
+  """conv/pool padding: an int, one per spatial dim, or (left, right, top, bottom, ...) pairs from the last dim, as torch."""
+  if isinstance(padding, int): return ((padding, padding),) * dims
+  p = list(padding)
+  if len(p) == dims: return tuple((x, x) for x in p)
+  if len(p) == 2 * dims: return tuple((p[2 * i], p[2 * i + 1]) for i in reversed(range(dims)))
+  raise ValueError(f"padding {padding} must be an int or have {dims} or {2*dims} values")
+
+class ConvMixin:
+  __slots__ = ()
+
+  # *** convolution and pooling ***
+  def _windows(self, kernel: tuple[int, ...], stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1) -> Tensor:
+    """Sliding windows over the last len(kernel) dims: (..., *spatial) -> (..., *out, *kernel), all views.
+
+    Along one dim of size i: repeat it k times, flatten, pad to rows of i+d and read row b from column a*s; the
+    element there is x[a*s + b*d], exactly the window element (see docs/design.md)."""
+    k_ = kernel
+    s_, d_ = make_tuple(stride, len(k_)), make_tuple(dilation, len(k_))
+    if any(s <= 0 for s in s_) or any(d <= 0 for d in d_): raise ValueError(f"stride {stride} and dilation {dilation} must be positive")
+    nlead = self.ndim - len(k_)
+    x = self
+    for j, (k, s, d) in enumerate(zip(k_, s_, d_)):
+      ax = nlead + j
+      # move the dim to the end, window it, and keep (out, k) at the end
+      x = x.permute(*[a for a in range(x.ndim) if a != ax], ax)
+      i = x.shape[-1]
+      o = (i - d * (k - 1) - 1) // s + 1
+      if o <= 0: raise ShapeError(f"kernel {k} with dilation {d} does not fit in an input of {i}")
+      lead = x.shape[:-1]
+      if d == 1 and s >= k:
+        # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
+        x = x.pad(((0, 0),) * len(lead) + ((0, o * s - i),)) if o * s > i else x.shrink(tuple((0, n) for n in lead) + ((0, o * s),))
+        x = x.reshape(*lead, o, s).shrink(tuple((0, n) for n in lead) + ((0, o), (0, k)))
+      else:
+        x = x.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
+        x = x.pad(((0, 0),) * len(lead) + ((0, k * d),)).reshape(*lead, k, i + d)
+        if o * s > i + d: x = x.pad(((0, 0),) * (len(lead) + 1) + ((0, o * s - i - d),))
+        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
+        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o)
+        x = x.transpose(-1, -2)  # (..., o, k)
+      # the windowed dim's (o, k) went to the end: restore o to position ax, keep the k's gathered at the end
+      nd = x.ndim
+      order = list(range(nd - 2))
+      order.insert(ax, nd - 2)
+      x = x.permute(*order, nd - 1)
+    return x
+
+  def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
+             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, dtype: DType | str | None = None) -> Tensor:
+    """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel).
+    padding: an int, one per spatial dim, or (left, right, top, bottom, ...) for asymmetric padding."""
+    if self.ndim < 3: raise ShapeError(f"conv input needs (batch, channels, *spatial) dims, got {self.shape}")
+    if self.ndim != weight.ndim: raise ShapeError(f"conv input {self.shape} and weight {weight.shape} need the same number of dims")
+    (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
+    if not isinstance(groups, int) or groups < 1: raise ArgumentError(f"conv groups must be a positive int, got {groups!r}")
+    if groups * cin != cin_: raise ShapeError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
+    if cout % groups: raise ShapeError(f"conv output channels {cout} are not divisible by groups={groups}")
+    if bias is not None and bias.shape != (cout,): raise ShapeError(f"conv bias must have shape ({cout},), got {bias.shape}")
+    x = self.pad(((0, 0), (0, 0)) + _pad_arg(padding, len(hw)))
+    x = x._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)
+    oyx = x.shape[2:2 + len(hw)]
+    rcout = cout // groups
+    x = x.reshape(bs, groups, cin, 1, *oyx, *hw).expand(bs, groups, cin, rcout, *oyx, *hw)
+    x = x.permute(0, 1, 3, *[4 + i for i in range(len(oyx))], 2, *[4 + len(oyx) + i for i in range(len(hw))])
+    w = weight.reshape(1, groups, rcout, *[1] * len(oyx), cin, *hw)
+    ret = (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
+    return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
+  def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
+                       dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0) -> Tensor:
+    """Transposed convolution (as torch.conv_transpose2d): weight (cin, cout/groups, *kernel)."""
+    if self.ndim < 3 or self.ndim != weight.ndim:
+      raise ShapeError(f"conv_transpose input {self.shape} and weight {weight.shape} need matching (batch, channels, *spatial) dims")
+    hw = weight.shape[2:]
+    cin, rcout = weight.shape[:2]
+    if self.shape[1] != cin: raise ShapeError(f"conv_transpose input has {self.shape[1]} channels, weight {weight.shape} expects {cin}")
+    if cin % groups: raise ShapeError(f"conv_transpose input channels {cin} are not divisible by groups={groups}")
+    nd = len(hw)
+    s_, d_, op_ = make_tuple(stride, nd), make_tuple(dilation, nd), make_tuple(output_padding, nd)
+    pads = _pad_arg(padding, nd)
+    for o, s, d in zip(op_, s_, d_):
+      if o >= max(s, d): raise ArgumentError(f"output_padding {output_padding} must be smaller than stride {stride} or dilation {dilation}")
+    # weight (groups, cin/g, cout/g, *k) -> (groups * cout/g, cin/g, *k), flipped spatially
+    w = weight.reshape(groups, cin // groups, rcout, *hw).permute(0, 2, 1, *range(3, 3 + nd)).flip(*range(3, 3 + nd))
+    w = w.reshape(groups * rcout, cin // groups, *hw)
+    x = self
+    # spread the input: stride-1 zeros between elements
+    for j, s in enumerate(s_):
+      if s == 1: continue
+      ax = 2 + j
+      n = x.shape[ax]
+      x = x.unsqueeze(ax + 1).pad(tuple((0, s - 1) if i == ax + 1 else (0, 0) for i in range(x.ndim + 1)))
+      x = x.reshape(*x.shape[:ax], n * s, *x.shape[ax + 2:]).shrink(tuple((0, n * s - (s - 1)) if i == ax else None for i in range(x.ndim - 1)))
+    full = []
+    for (pb, pa), k, d, o in zip(pads, hw, d_, op_):
+      full += [d * (k - 1) - pb, d * (k - 1) - pa + o]
+    flat: list[int] = []
+    for i in reversed(range(nd)): flat += [full[2 * i], full[2 * i + 1]]
+    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=flat)
+  def _pool_setup(self, kernel_size: Any, stride: Any, dilation: Any, padding: Any, ceil_mode: bool) -> tuple:
+    k = make_tuple(kernel_size, 2)
+    if self.ndim < len(k): raise ShapeError(f"pool kernel {k} needs at least {len(k)} dims, got shape {self.shape}")
+    s = make_tuple(stride if stride is not None else k, len(k))
+    d = make_tuple(dilation, len(k))
+    pads = _pad_arg(padding, len(k))
+    extra = []
+    for i, (kk, ss, dd, (pb, pa)) in enumerate(zip(k, s, d, pads)):
+      n = self.shape[self.ndim - len(k) + i] + pb + pa
+      eff = dd * (kk - 1) + 1
+      if eff > n: raise ShapeError(f"pool kernel {kk} with dilation {dd} does not fit in a padded input of {n}")
+      if ceil_mode:
+        o = ceildiv(n - eff, ss) + 1
+        # the last window must start inside the input or the left padding (as torch)
+        if (o - 1) * ss >= self.shape[self.ndim - len(k) + i] + pb: o -= 1
+        extra.append(max(0, (o - 1) * ss + eff - n))
+      else: extra.append(0)
+    return k, s, d, pads, extra
+  def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling over the last len(kernel_size) dims (padding counts as -inf). With return_indices, also the flat
+    spatial index of each max (int32, as tinygrad; torch gives int64), for max_unpool2d."""
+    k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
+    lead = self.ndim - len(k)
+    full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
+    x = self.pad(full, value=-math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)) if any(p != (0, 0) for p in full) else self
+    w = x._windows(k, s, d)
+    axes = tuple(range(-len(k), 0))
+    out = w.max(axis=axes)
+    if not return_indices: return out
+    sp = self.shape[lead:]
+    idx = self._iota(prod(sp), self.device).reshape(sp)
+    idx = idx.pad(full[lead:], value=-1) if any(p != (0, 0) for p in full) else idx
+    iw = idx._windows(k, s, d)
+    wd = w.detach()
+    od = out.detach().reshape(*out.shape, *[1] * len(k))
+    hit = (wd == od) | (wd != wd) if dtypes.is_float(self.dtype) else wd == od
+    # the first hit in window order: flatten the window dims, take the first true
+    nw = prod(k)
+    hitf = hit.reshape(*hit.shape[:-len(k)], nw)
+    first = self._argfirst_static(hitf)
+    onehot = first.unsqueeze(-1) == self._iota(nw, self.device)
+    ind = self._select_sum(onehot, iw.reshape(*iw.shape[:-len(k)], nw).expand(*hitf.shape)).cast(dtypes.int32)
+    return out, ind
+  @classmethod
+  def _argfirst_static(cls, mask: Tensor) -> Tensor:
+    n = mask.shape[-1]
+    rev = (n - 1) - cls._iota(n, mask.device)
+    return ((n - 1) - mask.where(rev, -1).max(-1)).cast(dtypes.int32)
+  def max_unpool2d(self, indices: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
+                   dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros elsewhere."""
+    k = make_tuple(kernel_size, 2)
+    s = make_tuple(stride if stride is not None else k, len(k))
+    d = make_tuple(dilation, len(k))
+    pads = _pad_arg(padding, len(k))
+    if indices.shape != self.shape: raise ShapeError(f"max_unpool2d indices shape {indices.shape} must match the input {self.shape}")
+    lead = self.ndim - len(k)
+    insp = self.shape[lead:]
+    if output_size is None: osp = tuple((i - 1) * ss - pb - pa + dd * (kk - 1) + 1 for i, ss, (pb, pa), dd, kk in zip(insp, s, pads, d, k))
+    else: osp = tuple(output_size)[-len(k):]
+    n_out = prod(osp)
+    xf = self.reshape(*self.shape[:lead], prod(insp), 1)
+    idx = indices.reshape(*self.shape[:lead], prod(insp), 1)
+    self._check_index_range(idx, n_out, "max_unpool2d")
+    onehot = idx == self._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
+    out = onehot.where(xf, 0).sum(-2, dtype=self.dtype)
+    if any(ss < dd * (kk - 1) + 1 for ss, dd, kk in zip(s, d, k)):
+      # overlapping windows may name one position twice, with the same value: the value is their mean, while each
+      # input still gets the full gradient of its position (as torch)
+      cnt = onehot.sum(-2)
+      out = (out / cnt.maximum(1)).detach() + (out - out.detach())
+    return out.reshape(*self.shape[:lead], *osp)
+  def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Average pooling over the last len(kernel_size) dims. count_include_pad counts zero padding in the divisor;
+    the extra padding of ceil_mode never counts (as torch)."""
+    k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
+    lead = self.ndim - len(k)
+    full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
+    x = self._float()
+    xs = x.pad(full)._windows(k, s, d).sum(axis=tuple(range(-len(k), 0)))
+    if count_include_pad and not any(extra): return xs / prod(k)
+    # the divisor of each window depends only on shapes: count it on the host
+    sp = self.shape[lead:]
+    inside = np.ones([n + pb + pa for n, (pb, pa) in zip(sp, pads)], np.int64) if count_include_pad else \
+      np.pad(np.ones(sp, np.int64), pads)
+    inside = np.pad(inside, [(0, e) for e in extra])
+    cnt = np.zeros(xs.shape[lead:], np.int64)
+    for pos in itertools.product(*[range(o) for o in cnt.shape]):
+      cnt[pos] = inside[tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd) for p, ss, dd, kk in zip(pos, s, d, k))].sum()
+    return xs / type(self)(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
+  def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
+    """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact".
+    The dtype is kept: integer inputs (uint8 images) are rounded half up after each dim, last dim first, as torch."""
+    if mode not in ("linear", "nearest", "nearest-exact"):
+      raise ArgumentError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+    if align_corners and mode != "linear": raise ArgumentError("align_corners only applies to mode 'linear'")
+    size = tuple(size)
+    if len(size) > self.ndim: raise ShapeError(f"interpolate size {size} has more dims than the input {self.shape}")
+    x = self._float()
+    for j in reversed(range(len(size))):
+      out_n, ax = size[j], self.ndim - len(size) + j
+      in_n = x.shape[ax]
+      w = np.zeros((in_n, out_n), np.float64)
+      dst = np.arange(out_n, dtype=np.float64)
+      if mode == "linear":
+        if align_corners: src = dst * ((in_n - 1) / (out_n - 1)) if out_n > 1 else dst * 0
+        else: src = np.maximum((dst + 0.5) * (in_n / out_n) - 0.5, 0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), in_n - 1)
+        i1 = np.minimum(i0 + 1, in_n - 1)
+        l1 = src - i0
+        np.add.at(w, (i0, np.arange(out_n)), 1 - l1)
+        np.add.at(w, (i1, np.arange(out_n)), l1)
+      else:
+        off = 0.5 if mode == "nearest-exact" else 0.0
+        src = np.minimum(np.floor((dst + off) * (in_n / out_n)).astype(np.int64), in_n - 1)
+        w[src, np.arange(out_n)] = 1
+      wt = type(self)(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
+      x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
+      if not dtypes.is_float(self.dtype) and mode == "linear": x = (x + 0.5).floor()
+    return x.cast(self.dtype)

@@ -1,0 +1,103 @@
+"""Tensor linear algebra: dot and matmul, einsum, and the matrix helpers built of them."""
+from __future__ import annotations
+from typing import TYPE_CHECKING, Sequence
+from tinycore.dtype import DType, least_upper_dtype, to_dtype
+from tinycore.errors import ShapeError
+from tinycore.tensor.args import _broadcast_shape
+if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+class LinalgMixin:
+  __slots__ = ()
+
+  # *** linear algebra ***
+  def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims."""
+    if not isinstance(w, type(self)): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
+    if self.ndim == 0 or w.ndim == 0: raise ShapeError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
+    k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
+    if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
+    try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
+    except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
+    n1 = min(self.ndim - 1, w.ndim - 1, 1)
+    x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
+    w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
+    out_dt = least_upper_dtype(x.dtype, w.dtype)
+    return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
+  def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
+    """self @ x (x @ self with reverse)."""
+    if not isinstance(x, type(self)): x = type(self)(x, device=self.device)
+    return x.dot(self, dtype=dtype) if reverse else self.dot(x, dtype=dtype)
+  def newton_schulz(self, steps: int, params: tuple[float, ...], eps: float = 1.0e-7) -> Tensor:
+    """Orthogonalize the last two dims: scale to a Frobenius norm below one, then `steps` times X <- sum_i params[i] *
+    (X X^T)^i X (the odd polynomial iteration Muon uses); a tall matrix is worked on transposed."""
+    if self.ndim < 2: raise ShapeError(f"newton_schulz needs at least 2 dims, got shape {self.shape}")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    x = self / ((self * self).sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      gram, term = x @ x.transpose(-2, -1), x
+      out = params[0] * x
+      for c in params[1:]:
+        term = gram @ term
+        out = out + c * term
+      x = out
+    return x
+  def linear(self, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
+    """self @ weight + bias, weight shaped (in, out) (a 1-D weight multiplies elementwise)."""
+    x = self.mul(weight) if weight.ndim == 1 else self.dot(weight, dtype=dtype)
+    return x.add(bias) if bias is not None else x
+  @staticmethod
+  def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | str | None = None) -> Tensor:
+    """Einstein summation, as numpy/torch: "ij,jk->ik", implicit output, "..." broadcasting, repeated indices (diagonals)."""
+    ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    f = formula.replace(" ", "")
+    lhs, rhs = (f.split("->") + [None])[:2] if "->" in f else (f, None)
+    ins = lhs.split(",")
+    if len(ins) != len(ops): raise ShapeError(f"einsum {formula!r} names {len(ins)} operands, got {len(ops)}")
+    # expand "..." into fresh letters
+    ell_n = max([t.ndim - len(s.replace("...", "")) for s, t in zip(ins, ops) if "..." in s] + [0])
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in f][:ell_n]
+    def expand(s: str, nd: int) -> str:
+      if "..." not in s: return s
+      k = nd - len(s.replace("...", ""))
+      return s.replace("...", "".join(free[ell_n - k:]))
+    ins = [expand(s, t.ndim) for s, t in zip(ins, ops)]
+    for s, t in zip(ins, ops):
+      if not all(c.isalpha() for c in s): raise ShapeError(f"einsum {formula!r}: bad subscript {s!r}")
+      if len(s) != t.ndim: raise ShapeError(f"einsum {formula!r}: subscript {s!r} does not match an operand of shape {t.shape}")
+    if rhs is None:
+      counts = {c: sum(s.count(c) for s in ins) for c in set("".join(ins))}
+      rhs = "".join(free[:ell_n]) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in free))
+    else: rhs = rhs.replace("...", "".join(free[:ell_n]))  # an explicit output without "..." sums the ellipsis dims away
+    # operands with a repeated letter: take the diagonal
+    tensors: list[Tensor] = []
+    subs: list[str] = []
+    for s, t in zip(ins, ops):
+      while len(set(s)) != len(s):
+        c = next(ch for ch in s if s.count(ch) > 1)
+        i, j = s.index(c), s.index(c, s.index(c) + 1)
+        if t.shape[i] != t.shape[j]: raise ShapeError(f"einsum {formula!r}: repeated index {c!r} has sizes {t.shape[i]} and {t.shape[j]}")
+        t = t.diagonal(0, i, j)
+        s = "".join(ch for k, ch in enumerate(s) if k not in (i, j)) + c
+      tensors.append(t)
+      subs.append(s)
+    letters = sorted(set("".join(subs)))
+    sizes: dict[str, int] = {}
+    for s, t in zip(subs, tensors):
+      for c, n in zip(s, t.shape):
+        if sizes.get(c, n) != n and n != 1 and sizes[c] != 1: raise ShapeError(f"einsum {formula!r}: index {c!r} has sizes {sizes[c]} and {n}")
+        sizes[c] = max(sizes.get(c, n), n)
+    for c in rhs:
+      if c not in sizes: raise ShapeError(f"einsum {formula!r}: output index {c!r} is not in the inputs")
+    aligned = []
+    for s, t in zip(subs, tensors):
+      order = sorted(range(len(s)), key=lambda k: letters.index(s[k]))
+      t = t.permute(order) if order else t
+      ss = "".join(s[k] for k in order)
+      aligned.append(t.reshape(*[t.shape[ss.index(c)] if c in ss else 1 for c in letters]) if letters else t)
+    out = aligned[0]
+    for t in aligned[1:]: out = out * t
+    out = out.expand(*[sizes[c] for c in letters]) if letters else out
+    red = [k for k, c in enumerate(letters) if c not in rhs]
+    if red: out = out.sum(red, dtype=dtype)
+    kept = [c for c in letters if c in rhs]
+    return out.permute([kept.index(c) for c in rhs]) if rhs else out

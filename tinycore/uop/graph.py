@@ -1,0 +1,40 @@
+"""Graphviz pictures of graphs: a UOp graph (GRAPHUOPS=1, one per kernel) and the drawing both it and the lazy graph use.
+
+Below codegen/, which draws each kernel's UOps; engine/graph.py draws the lazy graph (GRAPH=1) with the same helpers."""
+from __future__ import annotations
+import os, shutil, subprocess, tempfile
+from tinycore.ops import Ops, GroupOp
+from tinycore.uop.uop import UOp
+
+def _out_path(stem: str) -> str: return os.path.join(os.getenv("GRAPHPATH", tempfile.gettempdir()), stem)
+
+def write_graph(dot: str, stem: str, nodes: int, edges: int) -> str:
+  """Write the dot source, and an SVG beside it when Graphviz's `dot` is installed; returns the picture's path."""
+  path = _out_path(stem)
+  with open(path + ".dot", "w") as f: f.write(dot)
+  out = path + ".dot"
+  if shutil.which("dot"):
+    subprocess.run(["dot", "-Tsvg", path + ".dot", "-o", path + ".svg"], check=False, capture_output=True)
+    out = path + ".svg"
+  print(f"saving graph with {nodes} nodes and {edges} edges to {out}")
+  return out
+
+def op_color(op: Ops | None) -> str:
+  """The fill colour of a node: movement green, reduce red, buffers and constants blue, the rest grey."""
+  if op in GroupOp.Movement: return "#80ff80"
+  if op is Ops.REDUCE_AXIS: return "#ff8080"
+  if op in (Ops.BUFFER, Ops.EMPTY, Ops.CONST, Ops.COPY): return "#a0a0ff"
+  return "#e0e0e0"
+
+def save_uop_graph(sink: UOp, name: str) -> str:
+  """Each UOp is a box (op, dtype, arg), an edge runs from a source to its user; returns the picture's path."""
+  nodes = sink.toposort()
+  ids = {u: f"u{i}" for i, u in enumerate(nodes)}
+  lines, edges = ["digraph G {", "  node [shape=box, style=filled, fontname=monospace];"], 0
+  for u in nodes:
+    arg = "" if u.arg is None else str(u.arg).replace('"', "'")[:40]
+    lines.append(f'  {ids[u]} [label="{u.op.name}\\n{u.dtype}\\n{arg}", fillcolor="{op_color(u.op)}"];')
+    for s in u.src:
+      lines.append(f"  {ids[s]} -> {ids[u]};")
+      edges += 1
+  return write_graph("\n".join(lines + ["}"]), f"net.uops.{name}", len(nodes), edges)
