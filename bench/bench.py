@@ -17,7 +17,8 @@ from typing import Any, Callable
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBS = ("tinycore", "torch", "numpy", "tinygrad")
-GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "overhead", "train_mlp", "train_cnn", "eager_mlp", "eager_gpt", "coldstart")
+GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "embedding", "overhead", "train_mlp", "train_cnn", "eager_mlp", "eager_gpt",
+          "coldstart")
 N16M = 16 * 1024 * 1024
 
 # *** measuring ***
@@ -222,6 +223,34 @@ def group_conv(lib: Lib) -> dict:
     else: f = lambda x=x, w=w, pad=pad: x.conv2d(w, padding=pad)  # noqa: E731
     t = lib.timer.median(lib.run(f), max_reps=30)
     out[name] = result(t, _conv_flops(xs[0], xs[1], ws[0], oh, oh, 3) / t / 1e9, "GFLOP/s")
+  return out
+
+def group_embedding(lib: Lib) -> dict:
+  """An embedding lookup, 64 tokens of GPT-2's 50257 x 768 table and of a 6282-row one: forward `w[idx]`, and backward
+  `(w[idx] * 2).sum()` into w's gradient. Its cost should follow the tokens, not the table (the gradient's zero-fill
+  aside)."""
+  out: dict[str, Any] = {}
+  for rows in (50257, 6282):
+    ids = [int(x) for x in __import__("numpy").random.default_rng(rows).integers(0, rows, 64)]
+    w = lib.rand(rows, 768)
+    if lib.name == "numpy":
+      idx = lib.np.array(ids)
+      out[f"embedding fwd 64 of {rows}x768"] = result(lib.timer.median(lambda w=w, idx=idx: w[idx]))
+      out[f"embedding bwd 64 of {rows}x768"] = result(None, note=NA)
+      continue
+    if lib.name == "torch":
+      idx = lib.torch.tensor(ids)
+      w.requires_grad_(True)
+    else:
+      idx = lib.Tensor(ids).realize()
+      w.requires_grad = True
+    out[f"embedding fwd 64 of {rows}x768"] = result(lib.timer.median(lib.run(lambda w=w, idx=idx: w[idx]), max_reps=20))
+    def bwd(w: Any = w, idx: Any = idx) -> None:
+      w.grad = None
+      (w[idx] * 2).sum().backward()
+      if lib.name != "torch": w.grad.realize()
+      if lib.name == "tinygrad": lib.sync()  # type: ignore[attr-defined]
+    out[f"embedding bwd 64 of {rows}x768"] = result(lib.timer.median(bwd, max_reps=20))
   return out
 
 def group_overhead(lib: Lib) -> dict:
@@ -652,6 +681,10 @@ def targets(raw: dict) -> list[tuple[str, str, bool]]:
     vs(case, torch, "torch", x)
   for case in tc:  # issue 20: an eager training step within 5x of torch eager
     if case.startswith("eager MLP"): vs(case, torch, "torch", 0.2)
+  # issue 20: an embedding lookup costs its tokens, not its table
+  for case, x in (("embedding fwd 64 of 50257x768", 0.1), ("embedding bwd 64 of 50257x768", 0.5)): vs(case, torch, "torch", x)
+  big, small = t(tc, "embedding fwd 64 of 50257x768"), t(tc, "embedding fwd 64 of 6282x768")
+  if big and small: out.append(("embedding fwd 64 of 50257x768: <= 2x the time of 6282 rows", f"{big / small:.2f}x", big <= 2 * small))
   copy = (raw.get("numpy", {}).get("copy 256MB") or {}).get("metric")
   for case in ("(a*b+c).relu() 16M", "sum 16M"):
     m = (tc.get(case) or {}).get("metric")

@@ -3,7 +3,7 @@
 A backend is a Python module (its distribution registers it under the entry-point group `tinycore.backends`) that
 declares `TINYCORE_API_VERSION` and one `Backend(...)`, and binds the five hooks `Backend.hookimpls()` makes:
 
-  TINYCORE_API_VERSION = "1.2.0"
+  TINYCORE_API_VERSION = "1.3.0"
   BACKEND = Backend("MYDEV", allocator=..., renderer=..., compiler=..., program=..., priority=0, check=...,
                     api_version=TINYCORE_API_VERSION)
   tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
@@ -39,7 +39,9 @@ API versions (semver, `API_VERSION` below): a plugin declares the version it was
 the major versions are equal and the plugin's minor version is not newer than the core's: a minor version adds to the
 contract (a plugin for 1.1 runs on a 1.2 core), a major version changes or removes something (a 1.x plugin does not load
 on a 2.x core). 1.0: the hooks and base classes; 1.1: Backend, device_index, lazy, open_once; 1.2: this module, hook
-validation at registration, `Program.index`.
+validation at registration, `Program.index`; 1.3: kernels index with loaded values (a gather is a LOAD whose address
+holds another LOAD's value; index checks and scatters STORE under a gate): a 1.3 plugin's renderer and runtime must
+render and run both, which conformance level 6 checks.
 
 This module is a leaf of the core: it imports only dtype and helpers (and pluggy), never the device registry or the
 loading machinery, so a backend and the core can both import it without a circle."""
@@ -52,7 +54,7 @@ from tinycore.dtype import DType, dtypes
 from tinycore.helpers import diskcache_get, diskcache_put
 if TYPE_CHECKING: from tinycore.uop.uop import UOp
 
-API_VERSION = "1.2.0"
+API_VERSION = "1.3.0"
 
 def api_compatible(plugin_api: str, core_api: str = API_VERSION) -> bool:
   """Semver: same major version, and the plugin needs no newer minor version than the core provides."""

@@ -6,6 +6,7 @@ from typing import Any
 from tinycore.dtype import DType, dtypes
 from tinycore.device import Buffer
 from tinycore.helpers import ContextVar, all_int, ceildiv, prod
+from tinycore.index_errors import error_buffer
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp, sint
@@ -39,7 +40,8 @@ def pending_readers(buf: Buffer) -> list[LazyBuffer]:
 # the enum members that the hot paths compare with, as module globals: `Ops.X` is a lookup through the enum's
 # metaclass (~0.1 us each, several per op made and per realize)
 BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
-_FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY)  # the ops whose result is always a buffer of its own
+_FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.INDEX_CHECK)  # the ops whose result is always a buffer of its own
+_IN_PLACE = (Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK)  # the ops that write into the buffer of their first source
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
 # (a tuple: membership tests identity first, where a set would hash the enum in Python)
@@ -72,11 +74,11 @@ class LazyBuffer:
       # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
       # room of its largest value, and kernels write the part the bound values select
       self.op, self.arg, self.srcs = op, arg, srcs
-      self.buffer: Buffer = srcs[0].base.buffer if op is ASSIGN else \
+      self.buffer: Buffer = srcs[0].base.buffer if op in _IN_PLACE else \
         Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
       self.forced_realize = op in _FORCED
       ref = None  # one weak reference, in the readers of every source
-      for s in (srcs[1:] if op is ASSIGN else srcs):
+      for s in (srcs[1:] if op in _IN_PLACE else srcs):
         if (sb := s._base or s).op is not CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
@@ -205,3 +207,48 @@ class LazyBuffer:
   def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> LazyBuffer:
     return self if all(b == 0 and e == s for (b, e), s in zip(arg, self.shape)) else self._view(self.st.shrink(arg))
   def flip(self, arg: tuple[bool, ...]) -> LazyBuffer: return self if not any(arg) else self._view(self.st.flip(arg))
+
+  # *** indexed: positions read from data (the index is loaded inside the kernel; see tinycore.index_errors) ***
+  def gather(self, idx: LazyBuffer, axis: int) -> LazyBuffer:
+    """out[..., k, ...] = self[..., idx[..., k, ...], ...] along `axis`; idx has self's shape except at axis. A negative
+    index counts from the end; one outside [-n, n) reads entry 0 and raises IndexError at the next sync."""
+    size = self._indexed(idx, idx, axis, "gather")
+    if idx.size == 0: return LazyBuffer.const_of(0, self.dtype, self.device, idx.shape)
+    # the table is read at loaded positions: it is a buffer, seen through one view that does not pad the indexed axis
+    v = self.st.views[-1]
+    simple = len(self.st.views) == 1 and (v.mask is None or v.mask[axis] == (0, size)) and self.base.op is not CONST
+    return LazyBuffer.metaop(Ops.GATHER, idx.shape, self.dtype, self.device, arg=axis,
+                             srcs=(self if simple else self.contiguous(), idx, idx._index_check(size)))
+  def scatter(self, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None = Ops.ADD) -> LazyBuffer:
+    """A copy of self with src combined in at idx along `axis` (idx and src have self's shape except at axis):
+    out[..., idx[..., k, ...], ...] = op(out[..., idx[..., k, ...], ...], src[..., k, ...]), or src's value where op is
+    None. Repeated indices combine in k's order on every backend (the last write wins for None): one thread per position
+    of the other dims loops over k, so no two threads touch one element. An index out of range changes nothing and
+    raises IndexError at the next sync."""
+    size = self._indexed(idx, src, axis, "scatter")
+    target = LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))  # a fresh buffer, written in place
+    if idx.size == 0: return target
+    idx, src = (x.contiguous() if x.base.op is CONST else x for x in (idx, src))  # loaded as buffers (through their views)
+    srcs = (target, idx, src.cast(self.dtype), idx._index_check(size))
+    return LazyBuffer(self.device, _from_shape(self.shape), self.dtype, Ops.SCATTER, (axis, op), srcs, var_vals=_srcs_vals((self, idx, src)))
+  def _indexed(self, idx: LazyBuffer, src: LazyBuffer, axis: int, what: str) -> int:
+    """The size of the indexed axis, after checking the shapes of an indexed op."""
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"{what} needs integer indices, got {idx.dtype}")
+    if not 0 <= axis < len(self.shape): raise ValueError(f"{what}: axis {axis} is out of range for shape {self.shape}")
+    if not (len(idx.shape) == len(src.shape) == len(self.shape)) or idx.shape != src.shape or \
+       any(a != b for d, (a, b) in enumerate(zip(idx.shape, self.shape)) if d != axis):
+      raise ValueError(f"{what}: index {idx.shape} (and values {src.shape}) must match {self.shape} except at axis {axis}")
+    if idx.device != self.device or src.device != self.device:
+      raise ValueError(f"{what} device mismatch: {self.device} vs {idx.device}, {src.device}")
+    if not isinstance(size := self.shape[axis], int): raise ValueError(f"{what}: the indexed axis cannot be symbolic ({self.shape})")
+    # every index into an empty axis is out of range: known from the shapes alone
+    if size == 0 and idx.size != 0: raise IndexError(f"{what}: index into axis {axis} of size 0 (shape {self.shape})")
+    return size
+  def _index_check(self, size: int) -> LazyBuffer:
+    """The kernel that records an entry of this index outside [-size, size) in the device's error buffer."""
+    # a broadcast dim repeats one value: checked once
+    v = self.st.views[-1]
+    x = self.shrink(tuple((0, 1) if st == 0 and (v.mask is None or m == (0, s)) else (0, s)
+                          for s, st, m in zip(self.shape, v.strides, v.mask or [(0, s) for s in self.shape])))
+    err = LazyBuffer.from_buffer(error_buffer(self.device))
+    return LazyBuffer(self.device, err.st, dtypes.int32, Ops.INDEX_CHECK, size, (err, x), var_vals=x.var_vals)

@@ -24,6 +24,9 @@ class Ops(Enum):
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()  # noqa: E702
   # buffer ops of the lazy graph
   EMPTY = auto(); CONST = auto(); COPY = auto(); CONTIGUOUS = auto(); ASSIGN = auto(); BUFFER = auto()  # noqa: E702
+  # indexed ops of the lazy graph (positions read from data, see tinycore.lazy): GATHER is a load at a loaded index,
+  # SCATTER adds rows into a buffer in place, INDEX_CHECK records an index out of range (tinycore.index_errors)
+  GATHER = auto(); SCATTER = auto(); INDEX_CHECK = auto()  # noqa: E702
   # kernel structure
   SINK = auto(); VIEW = auto(); DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_VAR = auto(); DEFINE_ACC = auto()  # noqa: E702
   SPECIAL = auto(); RANGE = auto(); ENDRANGE = auto(); LOAD = auto(); STORE = auto(); BARRIER = auto()  # noqa: E702

@@ -133,7 +133,7 @@ def _nohw_plugin(tmp_path: pathlib.Path) -> pathlib.Path:
   (d / "tinycore_nohw-0.0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tinycore-nohw\nVersion: 0.0.1\n")
   (d / "tinycore_nohw-0.0.1.dist-info" / "entry_points.txt").write_text("[tinycore.backends]\nnohw = tinycore_nohw\n")
   (d / "tinycore_nohw.py").write_text(
-    "from tinycore.backend import DeviceSpec, hookimpl\nfrom tinycore.runtime import python as py\nTINYCORE_API_VERSION = '1.2.0'\n"
+    "from tinycore.backend import DeviceSpec, hookimpl\nfrom tinycore.runtime import python as py\nTINYCORE_API_VERSION = '1.3.0'\n"
     "def _mine(device): return device.split(':')[0] == 'NOHW'\n"
     "@hookimpl\ndef tinycore_devices(): return [DeviceSpec('NOHW', priority=-100, check=lambda: 'no NOHW card in this machine')]\n"
     "@hookimpl\ndef tinycore_renderer(device): return py.PythonRenderer() if _mine(device) else None\n"

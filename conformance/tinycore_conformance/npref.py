@@ -100,3 +100,9 @@ def cnn_grads(x, w1, b1, w2, b2, y1h):
   _, dw1 = conv2d_grads(x, w1, dh)
   db1 = dh.sum(axis=(0, 2, 3))
   return loss, (dw1, db1, dw2, db2)
+
+def scatter_add(shape: tuple[int, ...], idx: np.ndarray, src: np.ndarray) -> np.ndarray:
+  """zeros(shape) with the rows of src added at idx along axis 0 (negative indices from the end), in index order."""
+  out = np.zeros(shape, src.dtype)
+  for i, row in zip(idx.reshape(-1), src.reshape(-1, *shape[1:])): out[i] = out[i] + row
+  return out

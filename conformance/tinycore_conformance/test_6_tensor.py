@@ -219,7 +219,19 @@ BACKWARD = [TC(n, "backward", ins, e, r, rtol=1e-4, atol=1e-4, dtype=F32, grad=T
    "(np.cumsum(np.cumprod(a.astype(np.float64))[::-1])[::-1] / a,)"),
 ]]
 
-CASES = dtype_cases() + MATH + REDUCE + MOVEMENT + MATMUL + CONV + SOFTMAX + BACKWARD
+# indexing is a load at a loaded address (Ops.GATHER), its gradient a serial scatter-add (Ops.SCATTER): every backend
+# renders both; repeated indices add up in index order, so the gradient is exact
+_IDX = "np.array([1, 1, 5, 1, 0, -1, -6, 1], np.int32)"
+INDEXED = [TC(n, "gather / scatter-add", ins, e, r, rtol=0, atol=0, dtype=F32, grad=g) for n, ins, e, r, g in [
+  ("gather of random indices", (f32(50, 8), "rng.integers(-50, 50, (3, 10)).astype(np.int32)"), "a[b]", "a[b]", False),
+  ("gather along axis 1", (f32(6, 7), "rng.integers(-7, 7, (6, 9)).astype(np.int32)"), "a.gather(1, b)",
+   "np.take_along_axis(a, b % 7, 1)", False),
+  ("gather int64 indices, then add", (f32(40, 5), "rng.integers(0, 40, (4, 3)).astype(np.int64)", f32(3, 5)), "a[b] + c", "a[b] + c", False),
+  ("scatter-add of repeated indices (gather gradient)", (f32(6, 4), f32(8, 4)), f"(a[Tensor({_IDX}, device=a.device)] * b).sum()",
+   f"(R.scatter_add((6, 4), {_IDX}, b), a[{_IDX}])", True),
+]]
+
+CASES = dtype_cases() + MATH + REDUCE + MOVEMENT + MATMUL + CONV + SOFTMAX + BACKWARD + INDEXED
 
 # *** running a case ***
 
@@ -367,3 +379,29 @@ for i in range(5):
     out = f(Tensor(x, device=target.device), Tensor(w, device=target.device)).numpy()
     close(out, np.maximum(x.astype(np.float64) @ w, 0) + x.sum(axis=1, keepdims=True), 1e-4, 1e-4, f"call {i + 1} of the jitted function")
   assert f.captured is not None and len(f.jit_cache) > 0, "the jitted function captured no kernels"
+
+@pytest.mark.cap("index out of range (raised at the next sync)")
+def test_index_out_of_range(target, repro):
+  """An index out of range is checked on the device: the next read raises IndexError naming it (the kernels clamp the
+  address, so nothing outside the buffer is read), with TinyJit too; the error is then cleared."""
+  from tinycore import TinyJit
+  dev = target.device
+  repro.add(f"""import numpy as np
+from tinycore import Tensor
+x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3), device={dev!r})
+try: x[Tensor([0, 9], device={dev!r})].numpy()
+except IndexError as e: print("raised:", e)
+else: raise AssertionError("no IndexError")""")
+  if target.compile_only:
+    x, i, j = Tensor.empty(4, 3, device=dev), Tensor.empty(2, dtype=dtypes.int32, device=dev), Tensor.empty(4, 1, dtype=dtypes.int32, device=dev)
+    compile_all(target, [x[i], (x.gather(1, j) * 2).sum()])
+    return
+  x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3), device=dev)
+  with pytest.raises(IndexError, match="index 9 is out of bounds for size 4"): x[Tensor([0, 9], device=dev)].numpy()
+  close(x[Tensor([-1], device=dev)].numpy(), np.array([[9, 10, 11]], np.float32), 0, 0, "a gather after the error")
+  with pytest.raises(IndexError, match="index -4 is out of bounds for size 3"): x.gather(1, Tensor([[0], [1], [2], [-4]], device=dev)).sum().item()
+  @TinyJit
+  def f(i): return (x[i] * 2).realize()
+  for _ in range(3): f(Tensor([3, 0], device=dev)).numpy()
+  out = f(Tensor([0, 4], device=dev))
+  with pytest.raises(IndexError, match="index 4"): out.numpy()

@@ -10,6 +10,7 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
+from tinycore.codegen.indexed import lower_scatter
 from tinycore.uop.uop import UOp, sint_to_uop
 from tinycore.uop.symbolic import simplify, ssimplify, linear_terms
 
@@ -55,7 +56,7 @@ def pick_vector_dim(k: Kernel) -> tuple[int, int] | None:
   reduce dim (u) where some input is contiguous along it (vector loads into a vector accumulator)."""
   widths = [w for w in getattr(k.renderer, "vector_widths", (1,)) if w > 1]
   vdts = getattr(k.renderer, "vector_dtypes", ())
-  if not widths or not vdts or k.dims("G"): return None
+  if not widths or not vdts or k.dims("G") or any(len(st.src) > 3 for st in k.ast.src): return None  # (a gated store stays scalar)
   out_sts = [k.st_for(st.src[1]) for st in k.ast.src]
   if any(st.src[2].dtype not in vdts for st in k.ast.src): return None
   for d in reversed(k.dims("U")):
@@ -155,9 +156,11 @@ class Lowerer:
     if u.op is Ops.LOAD:
       idx, valid = self.index(u.src[1], consts)
       buf = u.src[0]
+      if len(u.src) > 2: idx = idx + self.node(u.src[2], key)  # a gather: the loaded index's part of the address
       if valid.op is Ops.CONST and valid.arg is False: return UOp.const(u.dtype, 0)
       if valid.op is Ops.CONST: return UOp(Ops.LOAD, u.dtype, (buf, idx))
       return UOp(Ops.LOAD, u.dtype, (buf, idx, valid, UOp.const(u.dtype, 0)))
+    if u.op is Ops.CONST and not u.src: return u  # a value without a view (an indexed op's index arithmetic)
     if u.op is Ops.CONST:
       _, valid = self.index(u.src[0], consts)
       c = u.arg.cast(u.dtype) if isinstance(u.arg, UOp) else UOp.const(u.dtype, u.arg)  # a symbolic const: its Variables' expression
@@ -171,6 +174,7 @@ class Lowerer:
     return ret
 
   def _lanes(self, u: UOp, consts: dict[int, int], key: tuple) -> tuple[UOp, ...]:
+    if u.op is Ops.LOAD and len(u.src) > 2: return self._per_lane(u, consts)  # a gather's address is loaded: lane by lane
     if u.op is Ops.LOAD: return self._load_lanes(u, consts)
     if u.op is Ops.CONST: return self._per_lane(u, consts)
     if u.op is Ops.REDUCE_AXIS: return self.reduce_lanes(u, consts)
@@ -274,7 +278,8 @@ class Lowerer:
 
   def _store(self, st_node: UOp, uc: dict[int, int]) -> UOp:
     idx, _ = self.index(st_node.src[1], uc)
-    return UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, self.node(st_node.src[2], _key(uc))))
+    gate = tuple(self.node(g, _key(uc)) for g in st_node.src[3:])  # a gated store (an index check's)
+    return UOp(Ops.STORE, dtypes.void, (st_node.src[0], idx, self.node(st_node.src[2], _key(uc))) + gate)
 
   def _store_lanes(self, st_node: UOp, uc: dict[int, int]) -> list[UOp]:
     """A store at every lane of the vector dim: one vector store where the lanes are adjacent, else one per lane."""
@@ -286,4 +291,5 @@ class Lowerer:
 
 def lower(k: Kernel) -> UOp:
   """A kernel lowered to a UOp graph: a SINK of its stores."""
+  if k.ast.src[0].op is Ops.SCATTER: return lower_scatter(k)
   return Lowerer(k).lower()

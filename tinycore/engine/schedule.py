@@ -13,6 +13,11 @@ space onto its buffer. Fusion rules:
   numpy would compute them);
 - a kernel holds at most KERNEL_OPS_MAX (1000) AST nodes: past that, the biggest part is realized first (a value read
   through many views, as a scan's gradient, would otherwise grow exponentially);
+- an indexed op reads or writes at positions loaded from data: GATHER's table and SCATTER's operands are buffers of
+  their own (realized first); GATHER's index fuses into the kernel that uses it, the load's address is the table's
+  view with the indexed axis's position replaced by the loaded index (wrapped, clamped into the buffer); a padded view
+  is never pushed through a GATHER (a masked index would read entry 0, not 0). SCATTER and INDEX_CHECK write in place
+  into the buffer of their first source (see tinycore.index_errors, codegen/indexed.py);
 - a view that selects only padding is a zero: its buffer is no input of the kernel. The kernel's buffers (`bufs`,
   output first) are exactly the DEFINE_GLOBALs of its AST, numbered by position; the code generator declares every one
   of them as a parameter, so what a runner passes and what a kernel takes come from this one list.
@@ -27,8 +32,9 @@ from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, ContextVar, prod
 from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, BUFFER, CONST, ASSIGN
 from tinycore.ops import Ops, GroupOp
-from tinycore.shape import ShapeTracker
-from tinycore.uop.uop import UOp
+from tinycore.shape import ShapeTracker, View
+from tinycore.codegen.indexed import safe_index
+from tinycore.uop.uop import UOp, sint_to_uop
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -74,7 +80,7 @@ class _KernelBuilder:
   def has_unsafe_pad(self, base: LazyBuffer) -> bool:
     if base in self.realizes or base.op in (Ops.BUFFER, Ops.CONST): return False
     if (r := self.unsafe_cache.get(base)) is None:
-      r = base.op in GroupOp.UnsafePad or base.op is Ops.REDUCE_AXIS or any(self.has_unsafe_pad(s.base) for s in base.srcs)
+      r = base.op in GroupOp.UnsafePad or base.op in (Ops.REDUCE_AXIS, Ops.GATHER) or any(self.has_unsafe_pad(s.base) for s in base.srcs)
       self.unsafe_cache[base] = r
     return r
 
@@ -97,10 +103,25 @@ class _KernelBuilder:
       return self.bounded(UOp(Ops.REDUCE_AXIS, base.dtype, (self.build(src, ShapeTracker.from_shape(src.shape)),), base.arg), base)
     if base.op in (Ops.CONTIGUOUS, Ops.ASSIGN) and root:
       return self.build(base.srcs[-1], st)
+    if base.op is Ops.GATHER:
+      if any(v.mask is not None for v in st.views) and not root: raise _Refuse(base)
+      return self.bounded(self.gather(base, st), base)
     if base.op in GroupOp.Elementwise:
       if any(v.mask is not None for v in st.views) and self.has_unsafe_pad(base) and not root: raise _Refuse(base)
       return self.bounded(UOp(base.op, base.dtype, tuple(self.build(s, st) for s in base.srcs), base.arg), base)
     raise RuntimeError(f"cannot build a kernel from {base.op}")
+
+  def gather(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
+    """A load of the table (a realized buffer seen through one view) at the loaded index: the table's view with the
+    indexed axis's stride taken out, plus the index (wrapped and clamped) times that stride."""
+    table, idx, _ = base.srcs
+    axis, v = base.arg, table.st.views[-1]
+    mask = tuple((0, s) if d == axis else m for d, (m, s) in enumerate(zip(v.mask, base.shape))) if v.mask is not None else None
+    rest = ShapeTracker((View.create(base.shape, tuple(0 if d == axis else x for d, x in enumerate(v.strides)), v.offset, mask),)) + st
+    ld = self.load(table.base, rest)
+    if ld.op is not Ops.LOAD: return ld
+    pos = safe_index(self.build(idx, st), table.shape[axis])[0]
+    return UOp(Ops.LOAD, ld.dtype, ld.src + (pos * sint_to_uop(v.strides[axis]),))
 
   def bounded(self, u: UOp, base: LazyBuffer) -> UOp:
     """u, where the kernel stays within KERNEL_OPS_MAX nodes; past it, its biggest source is computed first, in a
@@ -115,6 +136,26 @@ class _KernelBuilder:
 # a kernel of more AST nodes than this is split (see _KernelBuilder.bounded): lowering, optimizing and compiling cost
 # grows faster than linearly with it (a 4600-node kernel took minutes), while real fused kernels stay in the hundreds
 KERNEL_OPS_MAX = ContextVar("KERNEL_OPS_MAX", 1000)
+
+def _indexed_ast(out: LazyBuffer, kb: _KernelBuilder) -> UOp:
+  """The kernel of an op that writes at loaded positions. INDEX_CHECK: over the index's shape, a store of [size + 1,
+  index] into the error buffer where the index is out of range. SCATTER: SCATTER(buf, dst view, src, index) with arg
+  (axis, size, stride, op), lowered by codegen/indexed.py: dst's view over the index's shape with the axis's stride taken out."""
+  idx = out.srcs[1]
+  it = ShapeTracker.from_shape(idx.shape)
+  g = UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0)
+  if out.op is Ops.INDEX_CHECK:
+    i = kb.build(idx, it)
+    bad = UOp(Ops.CMPNE, dtypes.bool, (safe_index(i, out.arg)[1], UOp.const(dtypes.bool, True)))
+    def slot(k: int) -> UOp: return UOp(Ops.VIEW, arg=ShapeTracker((View.create(idx.shape, (0,) * len(idx.shape), k),)))
+    vals = (UOp(Ops.CONST, dtypes.int32, (UOp(Ops.VIEW, arg=it),), out.arg + 1), i if i.dtype == dtypes.int32 else UOp(Ops.CAST, dtypes.int32, (i,)))
+    return UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.STORE, dtypes.void, (g, slot(k), v, bad)) for k, v in enumerate(vals)))
+  (axis, op), src = out.arg, out.srcs[2]
+  kb.load(out.srcs[0].base, ShapeTracker.from_shape(out.shape))  # the target: the kernel runs after the kernel that fills it
+  strides = View.create(out.shape).strides
+  dst = ShapeTracker((View.create(idx.shape, tuple(0 if d == axis else x for d, x in enumerate(strides))),))
+  loads = [kb.load(x.base, x.st) for x in (src, idx)]
+  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.SCATTER, dtypes.void, (g, UOp(Ops.VIEW, arg=dst), *loads), (axis, out.shape[axis], strides[axis], op)),))
 
 def _never_valid(st: ShapeTracker) -> bool:
   """Whether every element of st is masked out (a view with an empty mask somewhere in the stack)."""
@@ -147,6 +188,7 @@ def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffe
 
 def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[Buffer], list[LazyBuffer]]:
   kb = _KernelBuilder(out, realizes)
+  if out.op in (Ops.SCATTER, Ops.INDEX_CHECK): return _indexed_ast(out, kb), kb.bufs, kb.inputs
   red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set(), out)
   # with a reduce inside, the kernel iterates over the reduce's output shape (its reduced dims are size 1)
   iter_shape = red.shape if red is not None else out.shape
@@ -307,6 +349,9 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   graph = _graph(outs)
   realizes: set[LazyBuffer] = {o.base for o in outs if o.base.op is not Ops.BUFFER}
   realizes |= {b for b in graph if b.forced_realize}
+  # what indexed ops read at loaded positions is a buffer of its own
+  realizes |= {s.base for b in graph if b.op in (Ops.GATHER, Ops.SCATTER) for s in (b.srcs[:1] if b.op is Ops.GATHER else b.srcs[1:3])
+               if s.base.op is not Ops.BUFFER}
   children: dict[LazyBuffer, list[LazyBuffer]] = {b: [] for b in graph}
   for b in graph:
     for s in b.srcs:

@@ -198,11 +198,10 @@ class Embedding:
   def __call__(self, idx: Tensor) -> Tensor:
     if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding needs integer indices, got {idx.dtype}")
     if idx.numel() == 0: return Tensor.zeros(*idx.shape, self.embed_sz, dtype=self.weight.dtype, device=self.weight.device)
-    if not hasattr(self, "arange"): self.arange = Tensor.arange(self.vocab_sz, device=self.weight.device, dtype=idx.dtype)
-    big = tuple(idx.shape) + (self.vocab_sz, self.embed_sz)
-    # one-hot rows times the table, summed over the vocabulary: a gather as a reduce, so it differentiates like one
-    hit = self.arange.cast(idx.dtype).reshape((1,) * idx.ndim + (self.vocab_sz, 1)).expand(big) == idx.reshape(tuple(idx.shape) + (1, 1)).expand(big)
-    return hit.where(self.weight.reshape((1,) * idx.ndim + (self.vocab_sz, self.embed_sz)).expand(big), 0.0).sum(-2)
+    # row idx[n] of the table for every n: a gather along the vocabulary, its gradient a scatter-add of the rows
+    n = idx.numel()
+    rows = self.weight._gather(idx.to(self.weight.device).reshape(n, 1).expand(n, self.embed_sz), 0)
+    return rows.reshape(*idx.shape, self.embed_sz)
 
 class LSTMCell:
   """One LSTM step: (x, (h, c)) -> (h', c'), gates ordered i, f, g, o as torch; weights uniform in +-1/sqrt(hidden), biases zero."""

@@ -28,6 +28,7 @@ from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
+from tinycore.index_errors import raise_index_errors
 from tinycore.uop.uop import UOp, sint, sym_infer
 from tinycore.uop.symbolic import ssimplify
 from tinycore.tensor.args import _check_differentiable, _frompy, _py_int_dtype
@@ -188,6 +189,7 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     if prod(shape) == 0: return np.zeros(shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
     # a symbolic buffer is allocated for the Variables' largest values: the bound ones select its first elements
     arr = self._buffer().numpy()[:prod(shape)]
+    raise_index_errors(self.device)  # a sync: an index out of range in the kernels that ran is an error now
     if self.dtype == dtypes.bfloat16: arr = bf16_to_f32(arr)
     return arr.reshape(shape)
   def _bound_shape(self) -> tuple[int, ...]:

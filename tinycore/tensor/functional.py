@@ -56,21 +56,20 @@ class FunctionalMixin:
     return self.unsqueeze(-1) == self._iota(n, self.device, self.dtype)
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
     """Cross entropy of logits self (..., classes) against integer labels Y (...); labels equal to ignore_index are
-    left out (of the mean too)."""
+    left out (of the mean too). A label out of range raises IndexError at the next sync."""
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ShapeError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
-    nc = self.shape[-1]
-    if not isinstance(Y.numel(), int) or Y.numel():
-      vals = Y.detach().numpy()
-      bad = vals[(vals != ignore_index) & ((vals < 0) | (vals >= nc))]
-      if bad.size: raise ValueError(f"label {int(bad[0])} is out of range for {nc} classes")
     log_probs = self.log_softmax()
     mask = Y != ignore_index
-    y = Y._one_hot_unchecked(nc) & mask.unsqueeze(-1)
-    unreduced = y.where(log_probs, 0).sum(-1)
+    # each label's log-probability, a gather (an ignored label reads class 0, masked out). A label out of range raises
+    # IndexError at the next sync: the labels are checked on the device, not read back here (a negative one, which the
+    # gather would count from the end, is reported as the number of classes)
+    y = mask.where((Y < 0).where(self.shape[-1], Y), 0)
+    picked = log_probs._gather(y.unsqueeze(-1), self.ndim - 1).squeeze(-1)
+    unreduced = mask.where(picked, 0)
     if label_smoothing: unreduced = (1 - label_smoothing) * unreduced + label_smoothing * (log_probs.mean(-1) * mask)
     return -(unreduced.sum() / mask.sum() if reduction == "mean" else unreduced.sum() if reduction == "sum" else unreduced)
   def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:

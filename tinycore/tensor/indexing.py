@@ -1,9 +1,13 @@
-"""Tensor indexing: __getitem__ and __setitem__, gather and scatter, masked selection. There is no gather primitive:
-indexing with tensors builds one-hot masks and reduces."""
+"""Tensor indexing: __getitem__ and __setitem__, gather and scatter, masked selection. Indexing with tensors is a
+gather (a load at a loaded index, Function Gather) and its gradient, scatter and __setitem__ a scatter (Function
+Scatter): their cost is the index's, and an index out of range raises IndexError at the next sync (tinycore.index_errors).
+scatter's multiply and scatter_reduce's prod, amax and amin still build one-hot masks and reduce."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
+import tinycore.function as F
 from tinycore.dtype import dtypes
+from tinycore.ops import Ops
 from tinycore.helpers import prod, flatten, ceildiv
 from tinycore.errors import ShapeError, ArgumentError, ArgumentTypeError, DTypeError
 from tinycore.uop.uop import UOp
@@ -129,7 +133,6 @@ class IndexingMixin:
       if any(flips): v = v.flip(tuple(d for d, f in enumerate(flips) if f))
       return v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)), value=fill) if v.dtype != dtypes.bool or not fill else \
         v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)))
-    for vd, t in tensors: self._check_index_range(t, x.shape[vd], f"index tensor for dim {vd}")
     return x, tensors, unview
   def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, int, bool]:
     """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
@@ -141,30 +144,49 @@ class IndexingMixin:
     pnum = prod(sizes)
     idt = dtypes.int64 if pnum >= 2**31 else dtypes.int32
     flat: Tensor | None = None
+    bad: Tensor | None = None
     for (_, t), s, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
-      t = t.cast(idt)
-      t = (t < 0).where(t + s, t).expand(bshape) * stride
+      t = t.cast(idt).expand(bshape)
+      out = (t < -s) | (t >= s)
+      bad = out if bad is None else bad | out
+      t = (t < 0).where(t + s, t) * stride
       flat = t if flat is None else flat + t
     assert flat is not None
+    # with several index tensors, one out of range makes the flat index pnum: out of range too (the error names pnum)
+    if bad is not None: flat = bad.where(pnum, flat)
     rest = [d for d in range(x.ndim) if d not in tdims]
     xp = x.permute(*rest, *tdims).reshape(*[x.shape[d] for d in rest], pnum)
     adjacent = tdims == list(range(tdims[0], tdims[0] + len(tdims)))
     return xp, bshape, tuple(rest), flat, pnum, adjacent
   def __getitem__(self, indices: Any) -> Tensor:
-    """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (gather,
-    built from one-hot masks: cost rest*index*size) and bool masks (realized to find their true entries)."""
+    """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (a gather:
+    cost of the output; an index out of range raises IndexError at the next sync) and bool masks (realized to find
+    their true entries)."""
     x, tensors, _ = self._plan(indices)
     if not tensors: return x
+    if len(tensors) == 1:
+      # one index tensor: a gather along its dim, the result's other dims in place (rows of the table stay contiguous)
+      (p, t), n = tensors[0], tensors[0][1].numel()
+      idx = t.reshape(*[1] * p, n, *[1] * (x.ndim - p - 1)).expand(*x.shape[:p], n, *x.shape[p + 1:])
+      return x._gather(idx, p).reshape(*x.shape[:p], *t.shape, *x.shape[p + 1:])
     xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
-    xp = xp.reshape(*xp.shape[:-1], *[1] * nb, pnum)
-    onehot = flat.unsqueeze(-1) == self._iota(pnum, self.device, flat.dtype)
-    out = self._select_sum(onehot, xp)  # (rest..., B...)
+    rshape, nbt = xp.shape[:-1], prod(bshape)
+    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr).reshape(*rshape, *bshape)  # (rest..., B...)
     if adjacent and nr:
       p = tensors[0][0]
       out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
     elif nr: out = out.permute(*range(nr, nr + nb), *range(nr))
     return out
+  def _gather(self, idx: Tensor, axis: int) -> Tensor:
+    """self's entries at idx along axis (idx has self's shape except at axis): a load at the loaded index, O(idx's
+    size). A negative index counts from the end; one out of range raises IndexError at the next sync."""
+    return F.Gather.apply(self, idx, axis=axis)
+  def _scatter(self, idx: Tensor, src: Tensor | float, axis: int, op: Ops | None = Ops.ADD) -> Tensor:
+    """self with src added (op ADD) or written (None: the last write wins) at idx along axis (idx and src: self's shape
+    except at axis), repeated indices combining in order: O(idx's size) plus a copy of self."""
+    if not isinstance(src, type(self)): src = self.full(idx.shape, src, dtype=self.dtype, device=self.device)
+    return F.Scatter.apply(self, idx, src.cast(self.dtype), axis=axis, op=op)
   @classmethod
   def _select_sum(cls, mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
     """sum over axis of where(mask, x, 0), exact for every dtype when at most one entry is selected."""
@@ -172,7 +194,7 @@ class IndexingMixin:
     return mask.where(x, 0).sum(axis, dtype=x.dtype)
   def __setitem__(self, indices: Any, v: Any) -> None:
     """Write v (broadcast to the indexed shape) into the indexed elements; with repeated tensor indices the last write
-    wins. Not differentiable."""
+    wins (a scatter; an index out of range raises IndexError at the next sync). Not differentiable."""
     if self.requires_grad or (isinstance(v, type(self)) and v.requires_grad):
       raise RuntimeError("setitem on a tensor that requires grad is not supported")
     x, tensors, unview = self._plan(indices)
@@ -196,19 +218,13 @@ class IndexingMixin:
         v = v.permute(*range(p), *range(p + nb, nb + nr), *range(p, p + nb))
       elif nr: v = v.permute(*range(nb, nb + nr), *range(nb))
       nbt = prod(bshape)
-      v = v.reshape(*rshape, nbt, 1)
-      onehot = flat.reshape(nbt, 1) == self._iota(pnum, self.device, flat.dtype).reshape(1, pnum)  # (B, P)
-      border = self._iota(nbt, self.device).reshape(nbt, 1)
-      last = onehot.where(border, -1).max(0)  # (P,) the last b writing each position, -1 for none
-      sel = onehot & (border == last.reshape(1, pnum))
-      vals = self._select_sum(sel, v, axis=-2)  # (rest..., P)
-      hit = last >= 0
+      # xp with v written at the flat index (a scatter: the last write wins), (rest..., P)
+      vals = xp._scatter(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), v.reshape(*rshape, nbt), nr, None)
       tsz = [x.shape[d] for d, _ in tensors]
       tdims = [d for d, _ in tensors]
       inv = np.argsort(list(rest) + tdims).tolist()
       vview = vals.reshape(*rshape, *tsz).permute(*inv)
-      mview = hit.reshape(*[1] * nr, *tsz).expand(*rshape, *tsz).permute(*inv)
-      vfull, mask = unview(vview), unview(mview, True)
+      vfull, mask = unview(vview), unview(self.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
     self.assign(mask.where(vfull, self)).realize()
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
@@ -220,14 +236,9 @@ class IndexingMixin:
     if index.ndim != self.ndim: raise ShapeError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
     for i, (a, b) in enumerate(zip(index.shape, self.shape)):
       if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
-    self._check_index_range(index, self.shape[d], "gather")
-    x = self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape))).transpose(d, -1)  # (..., S)
-    idx = index.transpose(d, -1)  # (..., K)
-    s = self.shape[d]
-    idx = (idx < 0).where(idx + s, idx)
-    onehot = idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # (..., K, S)
-    return self._select_sum(onehot, x.unsqueeze(-2)).transpose(d, -1)
+    return self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape)))._gather(index, d)
   def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
+    """The checked dim, index and src (cut to index's shape, in self's dtype), and the pad from index's sizes back to self's."""
     d = self._resolve_dim(dim)
     if isinstance(index, type(self)) and not dtypes.is_int(index.dtype):
       raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
@@ -239,32 +250,34 @@ class IndexingMixin:
     for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
       if (i != d and a > b) or a > c:
         raise ShapeError(f"{name} index shape {index.shape} is larger than self {self.shape} or src {src.shape} at dim {i}")
+    src = src.shrink(tuple((0, a) for a in index.shape)).cast(self.dtype)
+    pad = tuple((0, self.shape[i] - index.shape[i]) if i != d else (0, 0) for i in range(self.ndim))
+    return d, index, src, pad
+  def _in_region(self, pad: tuple, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """fn of the part of self that a scatter's index covers (self cut by pad), self elsewhere."""
+    part = fn(self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))))
+    if not any(p[1] for p in pad): return part
+    return self.ones(part.shape, dtype=dtypes.bool, device=self.device).pad(pad).where(part.pad(pad), self)
+  def _scatter_onehot(self, d: int, index: Tensor, src: Tensor, name: str) -> tuple[Tensor, Tensor]:
+    """For the reductions without a scatter op of their own (multiply, prod, amax, amin): src as (..., K, 1) and a
+    one-hot (..., K, S) of index, both with dim d last (the index is checked on the host first)."""
     self._check_index_range(index, self.shape[d], name)
     s = self.shape[d]
-    src = src.shrink(tuple((0, a) for a in index.shape)).cast(self.dtype).transpose(d, -1).unsqueeze(-1)  # (..., K, 1)
     idx = index.transpose(d, -1)
     idx = (idx < 0).where(idx + s, idx)
-    onehot = idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # (..., K, S), rows cover index's other dims
-    # the other dims of index may be smaller than self's: pad the result back, marking those positions untouched
-    pad = tuple((0, self.shape[i] - index.shape[i]) if i != d else (0, 0) for i in range(self.ndim))
-    return d, src, onehot, pad
+    return src.transpose(d, -1).unsqueeze(-1), idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # rows cover index's other dims
   def _scatter_finish(self, d: int, val: Tensor, hit: Tensor, pad: Any) -> Tensor:
     """val, hit: (..., S) over index's other dims, dim d last; place them into self."""
     val, hit = val.transpose(d, -1).pad(pad), hit.transpose(d, -1).pad(pad)
     return hit.where(val, self)
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
-    to a position wins), 'add' or 'multiply'."""
+    to a position wins), 'add' or 'multiply'. An index out of range raises IndexError at the next sync."""
     if reduce not in (None, "add", "multiply"): raise ArgumentTypeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
-    d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter")
-    hit = onehot.any(-2)
-    if reduce == "add": return self._scatter_finish(d, onehot.where(src, 0).sum(-2, dtype=self.dtype) + self._dim_last(d, pad), hit, pad)
-    if reduce == "multiply": return self._scatter_finish(d, onehot.where(src, 1).prod(-2) * self._dim_last(d, pad), hit, pad)
-    k = onehot.shape[-2]
-    korder = self._iota(k, self.device).reshape(k, 1)
-    last = onehot.where(korder, -1).max(-2, keepdim=True)
-    sel = onehot & (korder == last)
-    return self._scatter_finish(d, self._select_sum(sel, src, axis=-2), hit, pad)
+    d, index, src, pad = self._scatter_setup(dim, index, src, "scatter")
+    if reduce != "multiply": return self._in_region(pad, lambda r: r._scatter(index, src, d, Ops.ADD if reduce == "add" else None))
+    src, onehot = self._scatter_onehot(d, index, src, "scatter")
+    return self._scatter_finish(d, onehot.where(src, 1).prod(-2) * self._dim_last(d, pad), onehot.any(-2), pad)
   def _dim_last(self, d: int, pad: Any) -> Tensor:
     """self shrunk to the scatter index's other dims, with dim d last."""
     return self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))).transpose(d, -1)
@@ -273,20 +286,22 @@ class IndexingMixin:
     include_self=False leaves self's value out of positions that receive something."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
       raise ArgumentError(f"scatter_reduce reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
-    d, src, onehot, pad = self._scatter_setup(dim, index, src, "scatter_reduce")
+    d, index, src, pad = self._scatter_setup(dim, index, src, "scatter_reduce")
+    if reduce in ("sum", "mean"):
+      def part(r: Tensor) -> Tensor:
+        cnt = self.zeros(r.shape, dtype=r.dtype, device=r.device)._scatter(index, 1, d)
+        hit = cnt > 0
+        v = (r if include_self else hit.where(0, r))._scatter(index, src, d)
+        if reduce == "sum": return v
+        n = (cnt + (1 if include_self else 0)).maximum(1)
+        return hit.where((v / n if dtypes.is_float(r.dtype) else v // n).cast(r.dtype), r)
+      return self._in_region(pad, part)
+    src, onehot = self._scatter_onehot(d, index, src, "scatter_reduce")
     base = self._dim_last(d, pad)
     hit = onehot.any(-2)
-    if reduce == "sum":
-      v = onehot.where(src, 0).sum(-2, dtype=self.dtype)
-      return self._scatter_finish(d, v + base if include_self else v, hit, pad)
     if reduce == "prod":
       v = onehot.where(src, 1).prod(-2)
       return self._scatter_finish(d, v * base if include_self else v, hit, pad)
-    if reduce == "mean":
-      cnt = onehot.sum(-2) + (1 if include_self else 0)
-      v = onehot.where(src, 0).sum(-2, dtype=self.dtype) + (base if include_self else 0)
-      v = v / cnt if dtypes.is_float(self.dtype) else v // cnt
-      return self._scatter_finish(d, v.cast(self.dtype), hit, pad)
     lo = dtypes.min(self.dtype) if reduce == "amax" else dtypes.max(self.dtype)
     sgn = src if reduce == "amax" else -src if dtypes.is_float(self.dtype) else ~src
     v = onehot.where(sgn, lo if reduce == "amax" else (-lo if dtypes.is_float(self.dtype) else ~lo)).max(-2)

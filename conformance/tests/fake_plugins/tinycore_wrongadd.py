@@ -8,7 +8,7 @@ from tinycore.backend import DeviceSpec, hookimpl
 from tinycore.uop.uop import UOp
 from tinycore.runtime import python as py
 
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 
 class WrongAddRenderer(py.PythonRenderer):
   def __init__(self) -> None:

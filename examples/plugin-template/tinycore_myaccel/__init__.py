@@ -17,7 +17,7 @@ from tinycore.uop.uop import UOp
 
 # The tinycore API this plugin is written against (tinycore.backend.API_VERSION when you wrote it), stated once here and
 # passed to Backend below. tinycore refuses plugins built for another major version or a newer minor one.
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 DEVICE = "MYACCEL"
 GUIDE = "docs/writing-a-backend.md"
 

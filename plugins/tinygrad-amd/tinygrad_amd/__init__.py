@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 DEFAULT_ARCH = "gfx1100"  # compile-only target when no GPU says otherwise; AMD_ARCH=gfxNNN overrides (e.g. gfx90a, gfx942)
 
 def check(idx: int = 0) -> str | None:

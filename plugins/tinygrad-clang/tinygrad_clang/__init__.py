@@ -11,7 +11,7 @@ from tinycore.ops import Ops
 from tinycore.renderer.cstyle import CStyleLanguage
 from tinycore.uop.uop import UOp
 
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 # IEEE semantics are kept (no -ffast-math): NaN and inf behave as in numpy; only a*b+c may become one fma.
 # -fno-trapping-math only says FP exceptions never trap (results are the same): without it GCC branches around
 # `(float)mask * x` (a relu or max gradient) rather than risk an exception, and mispredicts on real data (5x slower)

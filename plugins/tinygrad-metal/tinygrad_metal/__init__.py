@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 
 def check(idx: int = 0) -> str | None:
   if sys.platform != "darwin": return "Metal needs macOS"

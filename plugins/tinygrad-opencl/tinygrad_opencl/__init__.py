@@ -6,7 +6,7 @@ only when a device is checked or opened. Devices are every device of every OpenC
 from __future__ import annotations
 from tinycore.backend import Backend, lazy
 
-TINYCORE_API_VERSION = "1.2.0"
+TINYCORE_API_VERSION = "1.3.0"
 
 def check() -> str | None:
   """None when at least one OpenCL device exists here, else why not (in words a user can act on)."""

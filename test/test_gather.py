@@ -1,0 +1,124 @@
+"""Indexing as a load (Ops.GATHER) and its gradient, a scatter-add (Ops.SCATTER): against numpy and torch on random
+shapes and indices (negative, repeated, out of range), dtypes, forward and backward; the device-side range check."""
+import numpy as np
+import pytest
+import torch
+from tinycore import Tensor, TinyJit, GlobalCounters, dtypes, nn
+from tinycore.engine.schedule import create_schedule
+from test.torch_compare import check
+
+def _rng(seed: int) -> np.random.Generator: return np.random.default_rng(seed)
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gather_random(seed, dev):
+  """torch.gather semantics on random shapes, any dim, negative indices, index smaller than self in other dims."""
+  r = _rng(seed)
+  shape = tuple(int(s) for s in r.integers(1, 5, r.integers(1, 4)))
+  x = r.standard_normal(shape).astype(np.float32)
+  d = int(r.integers(0, len(shape)))
+  ishape = tuple(int(r.integers(1, s + 1)) if i != d else int(r.integers(1, 7)) for i, s in enumerate(shape))
+  idx = r.integers(-shape[d], shape[d], ishape)
+  check(lambda t: t.gather(d, Tensor(idx, device=dev)), lambda t: t.gather(d, torch.tensor(idx % shape[d])), [x], dev)
+
+@pytest.mark.parametrize("seed", range(6))
+def test_getitem_random(seed, dev):
+  """Tensor indices (negative, repeated, broadcast, several, beside slices and None) against numpy, with gradients vs torch."""
+  r = _rng(10 + seed)
+  x = r.standard_normal((5, 4, 6)).astype(np.float32)
+  i0 = r.integers(-5, 5, (3, 1))
+  i2 = r.integers(-6, 6, (1, 2))
+  i1 = r.integers(-4, 4, 7)
+  cases = [lambda m, t: t[m(i0)], lambda m, t: t[:, m(i1)], lambda m, t: t[m(i0), :, m(i2)],
+           lambda m, t: t[None, 1:4, m(np.array([2, 2, -1]))], lambda m, t: t[m(i0), m(i0 % 4)], lambda m, t: t[..., m(i2)]]
+  f = cases[seed]
+  np.testing.assert_allclose(f(Tensor, Tensor(x, device=dev)).numpy(), f(np.asarray, x), rtol=0, atol=0)
+  check(lambda t: f(lambda a: Tensor(a, device=dev), t), lambda t: f(torch.tensor, t), [x], dev)
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.int32, dtypes.int8, dtypes.bool, dtypes.float16, dtypes.uint16])
+def test_gather_dtypes(dtype, dev):
+  r = _rng(3)
+  x = (r.standard_normal((7, 3)) * 50).astype(np.float32)
+  idx = r.integers(-7, 7, (9,))
+  t = Tensor(x, device=dev).cast(dtype)
+  want = t.numpy()[idx]
+  np.testing.assert_array_equal(t[Tensor(idx, device=dev)].numpy(), want)
+  np.testing.assert_array_equal(t[Tensor(idx.astype(np.int64), device=dev)].numpy(), want)
+
+def test_embedding_vs_torch(dev):
+  r = _rng(4)
+  emb = nn.Embedding(11, 6)
+  w = emb.weight.numpy()
+  idx = r.integers(0, 11, (3, 5))
+  idx[0, :3] = 2  # repeated rows: their gradients add up
+  emb.weight = Tensor(w, device=dev, requires_grad=True)
+  out = emb(Tensor(idx.astype(np.int32), device=dev))
+  tw = torch.tensor(w, requires_grad=True)
+  ref = torch.nn.functional.embedding(torch.tensor(idx), tw)
+  np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+  g = r.standard_normal(ref.shape).astype(np.float32)
+  (out * Tensor(g, device=dev)).sum().backward()
+  (ref * torch.tensor(g)).sum().backward()
+  np.testing.assert_allclose(emb.weight.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+def test_scatter_add_deterministic(dev):
+  """The gradient of a gather with many repeats of one index adds in index order: equal to a sequential float32 sum."""
+  r = _rng(5)
+  g = r.standard_normal((200, 3)).astype(np.float32) * np.float32(1e3) ** r.integers(-2, 3, (200, 1)).astype(np.float32)
+  w = Tensor.zeros(4, 3, device=dev, requires_grad=True)
+  idx = np.full(200, 1)
+  (w[Tensor(idx, device=dev)] * Tensor(g, device=dev)).sum().backward()
+  want = np.zeros(3, np.float32)
+  for row in g: want = want + row  # float32, in order
+  np.testing.assert_array_equal(w.grad.numpy()[1], want)
+  assert not w.grad.numpy()[[0, 2, 3]].any()
+
+def test_second_order(dev):
+  """The gradient of a scatter-add is a gather: gradients of gradients flow."""
+  x = Tensor([1.0, 2.0, 3.0], device=dev, requires_grad=True)
+  idx = Tensor([0, 0, 2], device=dev)
+  s = Tensor.zeros(3, device=dev, requires_grad=True)._scatter(idx, x * x, 0)
+  (s * Tensor([1.0, 10.0, 100.0], device=dev)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 600.0])
+
+def test_out_of_range_raises_at_sync(dev):
+  x = Tensor.arange(12, device=dev).reshape(3, 4).float()
+  y = x[Tensor([0, 3], device=dev)]  # nothing is read back here: the check runs on the device
+  with pytest.raises(IndexError, match="index 3 is out of bounds for size 3"): y.numpy()
+  assert x[Tensor([-3, 2], device=dev)].numpy()[0].tolist() == [0, 1, 2, 3]  # the error was cleared
+  with pytest.raises(IndexError, match="index -5"): x.gather(1, Tensor([[0], [-5], [1]], device=dev)).sum().item()
+  w = Tensor.ones(3, 2, device=dev, requires_grad=True)
+  (w[Tensor([1, 7], device=dev)]).sum().backward()
+  with pytest.raises(IndexError, match="index 7"): w.grad.numpy()
+  with pytest.raises(IndexError, match="size 0"): Tensor.ones(0, 2, device=dev)[Tensor([0], device=dev)]
+
+def test_no_host_read_of_indices(dev):
+  """Indexing with an unrealized index builds a lazy graph: nothing runs until the result is used."""
+  idx = (Tensor([3, 1, 0], device=dev) + 1) % 4
+  before = GlobalCounters.kernel_count
+  y = Tensor.arange(8, device=dev).float().reshape(4, 2)[idx]
+  assert GlobalCounters.kernel_count == before and not idx.lazydata.is_realized()
+  assert y.numpy().tolist() == [[0, 1], [4, 5], [2, 3]]
+
+def test_jit_out_of_range_raises(dev):
+  w = Tensor.arange(10, device=dev).float().reshape(5, 2).realize()
+  @TinyJit
+  def f(i: Tensor) -> Tensor: return (w[i] * 2).realize()
+  for _ in range(3): np.testing.assert_array_equal(f(Tensor([4, 0], device=dev)).numpy(), [[16, 18], [0, 2]])
+  out = f(Tensor([9, 0], device=dev))  # a replay: the captured check kernel runs too
+  with pytest.raises(IndexError, match="index 9 is out of bounds for size 5"): out.numpy()
+  np.testing.assert_array_equal(f(Tensor([-1, 1], device=dev)).numpy(), [[16, 18], [4, 6]])
+
+def test_embedding_fuses_with_add(dev):
+  """An embedding plus a positional add is one kernel (with the index check beside it), and its work is the output's."""
+  wte, wpe = Tensor.randn(1000, 16, device=dev).realize(), Tensor.randn(8, 16, device=dev).realize()
+  idx = Tensor(_rng(1).integers(0, 1000, (2, 8)), device=dev).realize()
+  out = wte[idx] + wpe
+  sched = create_schedule([out.lazydata])
+  assert len(sched) == 2, [si.ast.op for si in sched]
+  np.testing.assert_allclose(out.numpy(), wte.numpy()[idx.numpy()] + wpe.numpy(), rtol=1e-6)
+
+def test_gather_padded_view_not_fused(dev):
+  """A pad of a gather's output is zero, not the table's entry 0."""
+  w = Tensor([[1.0, 2.0], [3.0, 4.0]], device=dev)
+  y = w[Tensor([1, 1], device=dev)].pad(((1, 1), (0, 0))) + 1
+  np.testing.assert_array_equal(y.numpy(), [[1, 1], [4, 5], [4, 5], [1, 1]])
