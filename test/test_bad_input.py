@@ -199,3 +199,11 @@ def test_float_to_int_cast_in_range(anydev):
   a = np.array([0.0, -0.0, 0.5, -0.5, 1.9, -1.9, 127.0, -128.0, 2.0**31 - 128, -2.0**31], np.float32)
   np.testing.assert_array_equal(Tensor(a, device=anydev).cast(dtypes.int32).numpy(), np.trunc(a).astype(np.int32))
   assert math.isnan(Tensor([float("nan")], device=anydev).numpy()[0])
+
+def test_kernel_past_int32_index_is_refused():
+  """Found by the vocab-50257 GPT step: the staged sum of a (1024 x 50257) @ (50257 x 256) matmul views 13e9 elements,
+  past int32 index arithmetic; it wrapped around and segfaulted. It is refused by name before anything runs."""
+  a, b = Tensor.empty(8, 128, 50257), Tensor.empty(50257, 256)
+  with pytest.raises(OverflowError, match="int32 index arithmetic"): (a @ b).realize()
+  small = np.random.default_rng(0).standard_normal((3, 40000)).astype(np.float32)  # a staged sum under the limit still runs
+  np.testing.assert_allclose((Tensor(small) @ Tensor(small.T)).numpy(), small.astype(np.float64) @ small.T.astype(np.float64), rtol=1e-4)

@@ -88,6 +88,18 @@ def _key(consts: dict[int, int]) -> tuple:
   """The hashable form of a lowering context (the values of the expanded dims), the memo key of a lowered node."""
   return tuple(sorted(consts.items()))
 
+INDEX_MAX = 2**31 - 1
+
+def _check_index_reach(k: Kernel) -> None:
+  """Index arithmetic is int32: a view whose furthest element lies past INT32_MAX would wrap around and address memory
+  outside its buffer, so such a kernel is refused by name (int64 indexing is not implemented yet)."""
+  for st in k.sts:
+    for v in st.views:
+      if not all(isinstance(x, int) for x in (*v.shape, *v.strides, v.offset)): continue
+      if (reach := abs(v.offset) + sum((s - 1) * abs(st_) for s, st_ in zip(v.shape, v.strides))) > INDEX_MAX:
+        raise OverflowError(f"kernel {k.name}: a view of shape {v.shape} and strides {v.strides} reaches element {reach}, past the "
+                            f"int32 index arithmetic of kernels ({INDEX_MAX}); int64 indexing is not implemented: split the op")
+
 class Lowerer:
   """Lowers one kernel. The state every node's lowering shares: the index of each dim (an id or a loop), the loops,
   the vector dim and its lane variable, and the accumulator counter.
@@ -107,6 +119,7 @@ class Lowerer:
     self.lane_var = UOp(Ops.DEFINE_VAR, dtypes.int32, arg=("_lane", 0, self.vw - 1))
     self.node_memo: dict[tuple[UOp, tuple], UOp] = {}
     self.lanes_memo: dict[tuple[UOp, tuple], tuple[UOp, ...]] = {}
+    _check_index_reach(k)
     self._index_dims()
 
   # *** the iteration space: ids and loops ***
