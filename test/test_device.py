@@ -156,3 +156,12 @@ def test_cpu_is_tinygrads_name_for_clang():
   assert t.device == "CPU" and Device.canonicalize("cpu:0") == "CPU" and Device.canonicalize("cpu:1") == "CPU:1"
   assert (t.to("CLANG") + 1).tolist() == [2.0, 3.0] and Tensor([5], device="CLANG").to("CPU").device == "CPU"
   assert Device.can_open("CPU") and registry.resolve("CPU") == "CLANG" and "CPU" not in registry.device_names()
+
+def test_devices_lists_the_aliases(capsys):
+  """`python -m tinycore devices` names every alias DEV accepts (DEV=CPU, tinygrad's name, is CLANG) beside the backends."""
+  from tinycore.__main__ import main
+  from tinycore.plugin import DEVICE_ALIASES
+  assert main(["devices"]) == 0
+  lines = capsys.readouterr().out.splitlines()
+  for alias, target in DEVICE_ALIASES.items():
+    assert any(ln.split()[:1] == [alias] and f"alias of {target}" in ln for ln in lines), lines

@@ -5,7 +5,7 @@ import argparse, sys
 def devices() -> int:
   from tinycore.backend import DeviceError
   from tinycore.device import Device
-  from tinycore.plugin import registry
+  from tinycore.plugin import DEVICE_ALIASES, registry
   try: default = Device.DEFAULT
   except DeviceError as e: default = f"none ({e})"
   rows = []
@@ -16,6 +16,7 @@ def devices() -> int:
   w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
   for name, plugin, status, desc in rows:
     print(f"{name:{w0}s}  {plugin:{w1}s}  {status}" + (f"  ({desc})" if desc else ""))
+  for alias, target in DEVICE_ALIASES.items(): print(f"{alias:{w0}s}  {'':{w1}s}  alias of {target} (tinygrad's name for it)")
   print(f"default device: {default}")
   return 0
 
