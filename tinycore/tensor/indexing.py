@@ -226,25 +226,24 @@ class IndexingMixin:
       vview = vals.reshape(*rshape, *tsz).permute(*inv)
       vfull, mask = unview(vview), unview(self.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
     self.assign(mask.where(vfull, self)).realize()
-  def gather(self, dim: int, index: Tensor) -> Tensor:
-    """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
-    d = self._resolve_dim(dim)
-    if isinstance(index, type(self)) and not dtypes.is_int(index.dtype):
-      raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
-    index = self._index_tensor(index)
-    if not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
-    if index.ndim != self.ndim: raise ShapeError(f"gather index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
-    for i, (a, b) in enumerate(zip(index.shape, self.shape)):
-      if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
-    return self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape)))._gather(index, d)
-  def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
-    """The checked dim, index and src (cut to index's shape, in self's dtype), and the pad from index's sizes back to self's."""
+  def _dim_index(self, dim: int, index: Any, name: str) -> tuple[int, Tensor]:
+    """The checked dim and index tensor of gather/scatter: integer dtype, self's number of dims."""
     d = self._resolve_dim(dim)
     if isinstance(index, type(self)) and not dtypes.is_int(index.dtype):
       raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     index = self._index_tensor(index)
     if not dtypes.is_int(index.dtype): raise DTypeError(f"{name} index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise ShapeError(f"{name} index needs {self.ndim} dims like self {self.shape}, got {index.shape}")
+    return d, index
+  def gather(self, dim: int, index: Tensor) -> Tensor:
+    """out[i][j] = self[index[i][j]][j] for dim=0 (as torch.gather): index has self's ndim and is no larger elsewhere."""
+    d, index = self._dim_index(dim, index, "gather")
+    for i, (a, b) in enumerate(zip(index.shape, self.shape)):
+      if i != d and a > b: raise ShapeError(f"gather index shape {index.shape} is larger than self {self.shape} at dim {i}")
+    return self.shrink(tuple((0, s) if i != d else None for i, s in enumerate(index.shape)))._gather(index, d)
+  def _scatter_setup(self, dim: int, index: Tensor, src: Any, name: str) -> tuple[int, Tensor, Tensor, tuple]:
+    """The checked dim, index and src (cut to index's shape, in self's dtype), and the pad from index's sizes back to self's."""
+    d, index = self._dim_index(dim, index, name)
     if not isinstance(src, type(self)): src = self.full(index.shape, src, dtype=self.dtype, device=self.device)
     if src.ndim != self.ndim: raise ShapeError(f"{name} src needs {self.ndim} dims, got {src.shape}")
     for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
