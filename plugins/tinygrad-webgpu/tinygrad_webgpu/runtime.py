@@ -66,17 +66,25 @@ def _words(n: int) -> int: return max(4, (n + 3) // 4 * 4)
 # *** allocator ***
 
 class WebGPUAllocator(LRUAllocator):
-  """GPUBuffers of whole 4-byte words; the handle is the GPUBuffer (its `size` is the padded size)."""
+  """GPUBuffers of whole 4-byte words; the handle is the GPUBuffer (its `size` is the padded size).
+
+  Every buffer not yet freed stays referenced from `live`: a GPUBuffer releases its memory in `__del__`, and when the
+  garbage collector breaks a cycle holding a core Buffer, it finalizes the GPUBuffer too, after or before the Buffer's
+  own `__del__` has handed it to the LRU cache, which would then give out a released buffer."""
   def __init__(self, dev: WebGPUDevice):
-    self.dev = dev
+    self.dev, self.live = dev, set[Any]()
     super().__init__()
   def _alloc(self, size: int, options: BufferSpec) -> Any:
     # a kernel binds the whole buffer, so no buffer may exceed what one binding can hold
     if size > (most := min(self.dev.limits["max-storage-buffer-binding-size"], self.dev.limits["max-buffer-size"])):
       raise MemoryError(f"{self.dev.device}: cannot allocate {size} bytes: the adapter binds at most {most} bytes per storage buffer")
-    try: return self.dev.dev.create_buffer(size=_words(size), usage=USAGE)
+    try: buf = self.dev.dev.create_buffer(size=_words(size), usage=USAGE)
     except wgpu.GPUError as e: raise MemoryError(f"{self.dev.device}: allocating {size} bytes failed: {e}") from e
-  def _free(self, opaque: Any, options: BufferSpec) -> None: opaque.destroy()
+    self.live.add(buf)
+    return buf
+  def _free(self, opaque: Any, options: BufferSpec) -> None:
+    self.live.discard(opaque)
+    opaque.destroy()
   def _copyin(self, dest: Any, src: memoryview) -> None:
     if src.nbytes == 0: return
     data = bytes(src) + b"\0" * (_words(src.nbytes) - src.nbytes)  # queue writes move whole words
