@@ -28,6 +28,10 @@ def _bool_op(op: Ops, a: str, b: str) -> str:
   return {Ops.ADD: f"({a}|{b})", Ops.MUL: f"({a}&{b})", Ops.MAX: f"({a}|{b})", Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})",
           Ops.CMPLT: f"((!{a})&{b})", Ops.CMPNE: f"({a}!={b})", Ops.XOR: f"({a}!={b})"}[op]
 
+def _isnan(x: str, dt: DType) -> str:
+  # `x!=x` is an ordered compare here (false for NaN), and lavapipe folds f16 NaN tests to false: in f32, which keeps NaN
+  return f"(!({x}=={x}))" if dt == dtypes.float32 else f"(!(f32({x})==f32({x})))"
+
 BINARY = {Ops.ADD: "+", Ops.MUL: "*", Ops.IDIV: "/", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.AND: "&", Ops.OR: "|",
           Ops.XOR: "^"}
 
@@ -65,7 +69,9 @@ class WGSLRenderer(Renderer):
   def render_alu(self, op: Ops, args: list[str], dt: DType, src_dt: DType) -> str:
     """An ALU op's expression: dt is the result's dtype, src_dt its first operand's."""
     if op is Ops.RECIP: return f"({self.render_const(1, dt)}/{args[0]})"
-    if op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT): return f"{op.name.lower()}({args[0]})"
+    # exp2(y*log2(x)) may be fused into pow(x, y), which on lavapipe gives 0, not NaN, for a NaN x: NaN is passed on by hand
+    if op is Ops.EXP2: return f"select(exp2({args[0]}), {args[0]}, {_isnan(args[0], dt)})"
+    if op in (Ops.LOG2, Ops.SIN, Ops.SQRT): return f"{op.name.lower()}({args[0]})"
     if op is Ops.NEG:
       return f"(!{args[0]})" if dt == dtypes.bool else f"(0u-{args[0]})" if dt == dtypes.uint32 else f"(-{args[0]})"
     if op is Ops.WHERE: return f"select({args[2]}, {args[1]}, {args[0]})"
@@ -73,9 +79,7 @@ class WGSLRenderer(Renderer):
     a, b = args
     if src_dt == dtypes.bool: return _bool_op(op, a, b)
     if op is Ops.MAX:  # NaN propagates like numpy.maximum: a NaN a is kept, a NaN b wins the comparison
-      # (lavapipe folds f16 `a!=a` to false: the NaN test is made in f32, which keeps NaN)
-      nan = f"(!({a}=={a}))" if src_dt == dtypes.float32 else f"(!(f32({a})==f32({a})))"
-      return f"select({b}, {a}, {nan}|({a}>{b}))" if dtypes.is_float(src_dt) else f"max({a}, {b})"
+      return f"select({b}, {a}, {_isnan(a, src_dt)}|({a}>{b}))" if dtypes.is_float(src_dt) else f"max({a}, {b})"
     if op in (Ops.SHL, Ops.SHR): return f"({a}{'<<' if op is Ops.SHL else '>>'}u32({b}))"
     if op is Ops.CMPNE and dtypes.is_float(src_dt): return f"(!({a}=={b}))"  # `!=` is an ordered compare here: false for NaN
     return f"({a}{BINARY[op]}{b})"
@@ -101,8 +105,8 @@ class WGSLRenderer(Renderer):
     bufs: dict[int, DType] = {}
     variables: list[str] = []
     uses = Counter(s for u in uops for s in u.src)
-    # MAX spells its operands twice: they get names, or a chain of them would grow exponentially
-    named = {s for u in uops if u.op is Ops.MAX for s in u.src}
+    # MAX and EXP2 spell their operands more than once: they get names, or a chain of them would grow exponentially
+    named = {s for u in uops if u.op in (Ops.MAX, Ops.EXP2) for s in u.src}
     counts: Counter[str] = Counter()
     depth = 1
     def emit(line: str) -> None: body.append("  " * depth + line)

@@ -33,10 +33,10 @@ def unavailable_reason(idx: int = 0) -> str | None:
   return None
 
 def describe(a: Any) -> str:
-  """The adapter in words: its name, backend and whether it is a software (CPU) implementation."""
+  """The adapter in words: its name, whether it is a software (CPU) or a hardware one, and the native API under it."""
   info = a.info
-  kind = "software: runs on the CPU" if info.get("adapter_type") == "CPU" else str(info.get("adapter_type", "")).lower() or "hardware"
-  return f"{info.get('device') or info.get('vendor')} ({kind}) through {info.get('backend_type')}"
+  kind = {"CPU": "a software adapter (runs on the CPU)", "DiscreteGPU": "a discrete GPU", "IntegratedGPU": "an integrated GPU"}
+  return f"{info.get('device') or info.get('vendor')}, {kind.get(info.get('adapter_type'), 'hardware')}, through {info.get('backend_type')}"
 
 class WebGPUDevice:
   """The opened adapter: its device, queue, limits and features."""
@@ -176,7 +176,13 @@ def _pad3(x: Sequence[int]) -> tuple[int, ...]:
 
 def allocator(device: str, idx: int) -> WebGPUAllocator: return WebGPUAllocator(get_device(device, idx))
 def compiler(device: str, idx: int) -> WebGPUCompiler: return WebGPUCompiler(get_device(device, idx))
+# WebGPU's guaranteed limits: what a renderer declares where no adapter is here to ask (rendering needs no hardware)
+DEFAULT_LIMITS = {"max-compute-workgroup-size-x": 256, "max-compute-workgroup-size-y": 256, "max-compute-workgroup-size-z": 64,
+                  "max-compute-invocations-per-workgroup": 256, "max-compute-workgroups-per-dimension": 65535,
+                  "max-compute-workgroup-storage-size": 16384}
+
 def renderer(device: str, idx: int) -> WGSLRenderer:
+  if unavailable_reason(idx) is not None: return WGSLRenderer.for_limits(device, DEFAULT_LIMITS, has_f16=False)
   d = get_device(device, idx)
   return WGSLRenderer.for_limits(device, d.limits, d.has_f16)
 def program(device: str, idx: int) -> type[WebGPUProgram]:
