@@ -4,13 +4,16 @@ WGSL is not C: it has no pointers, no implicit conversions (`f32 + i32` does not
 no 8- or 16-bit integers, no 64-bit types (without extensions), and storage buffers cannot hold `bool`. So:
   - every buffer is `var<storage, read_write> dataN: array<T>`: WebGPU forbids a buffer bound read-only and writable
     in the same dispatch, and the core may pass one buffer twice; read_write bindings may alias.
-  - bool buffers keep tinycore's one byte per element: the buffer is `array<atomic<u32>>`, a load takes byte i&3 of
-    word i>>2, a store clears and sets that byte with atomicAnd/atomicOr (threads writing neighbouring bytes of one word
-    must not lose each other's writes).
+  - bool, int8, uint8, int16 and uint16 buffers keep tinycore's layout (1 or 2 bytes per element), packed in words: the
+    buffer is `array<atomic<u32>>`, a load takes the element's bytes of its word (sign-extended for int8/int16), a store
+    clears and sets them with atomicAnd/atomicOr (threads writing neighbouring elements of one word must not lose each
+    other's writes). In registers they are i32/u32, wrapped back to their width after every op (`x & 0xff`,
+    `(x << 24) >> 24`), so they overflow as the op set says; local memory holds them unpacked.
   - symbolic Variables arrive in a uniform struct `vars` (binding after the buffers), their members sorted by name.
   - the workgroup size is three `override` constants the runtime sets per launch (WGSL needs it at pipeline creation).
   - constants that WGSL cannot write as literals (NaN, +-inf, the int32 minimum) are bitcasts or conversions of ones it can.
-Declared dtypes: bool, int32, uint32, float32, and float16 only where the adapter has `shader-f16` (the runtime asks)."""
+Declared dtypes: bool, int8, uint8, int16, uint16, int32, uint32, float32, and float16 only where the adapter has
+`shader-f16` (the runtime asks); never int64, uint64, float64 (WGSL has none) or bfloat16."""
 from __future__ import annotations
 import math, struct
 from collections import Counter
@@ -19,8 +22,13 @@ from tinycore.dtype import DType, PtrDType, dtypes
 from tinycore.ops import GroupOp, Ops
 from tinycore.uop.uop import UOp
 
-TYPES = {dtypes.bool: "bool", dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16"}
-BASE_DTYPES = (dtypes.bool, dtypes.int32, dtypes.uint32, dtypes.float32)
+# the WGSL type each dtype has in registers
+TYPES = {dtypes.bool: "bool", dtypes.int8: "i32", dtypes.int16: "i32", dtypes.int32: "i32", dtypes.uint8: "u32", dtypes.uint16: "u32",
+         dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16"}
+# the dtypes packed in u32 words in buffers
+PACKED = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
+NARROW_INTS = PACKED[1:]
+BASE_DTYPES = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.float32)
 WORKGROUP_SIZE = ("WGX", "WGY", "WGZ")
 
 def _bool_op(op: Ops, a: str, b: str) -> str:
@@ -53,8 +61,8 @@ class WGSLRenderer(Renderer):
 
   def render_const(self, x: float | int | bool, dt: DType) -> str:
     if dt == dtypes.bool: return "true" if x else "false"
-    if dt == dtypes.int32: return "i32(-2147483648)" if x == -2**31 else f"{int(x)}i"
-    if dt == dtypes.uint32: return f"{int(x)}u"
+    if TYPES.get(dt) == "i32": return "i32(-2147483648)" if x == -2**31 else f"{int(x)}i"
+    if TYPES.get(dt) == "u32": return f"{int(x)}u"
     if dt not in (dtypes.float32, dtypes.float16): raise NotImplementedError(f"WGSL has no {dt} constant")
     if math.isnan(x) or math.isinf(x):  # no literal for these: the float32 bits, converted for f16 (a conversion keeps nan and inf)
       v = f"bitcast<f32>({struct.unpack('<I', struct.pack('<f', x))[0]:#x}u)"
@@ -64,7 +72,18 @@ class WGSLRenderer(Renderer):
   def render_cast(self, x: str, dt: DType, from_dt: DType) -> str:
     if dt == dtypes.bool: return self.render_alu(Ops.CMPNE, [x, self.render_const(0, from_dt)], dt, from_dt)
     if from_dt == dtypes.bool: return f"select({self.render_const(0, dt)}, {self.render_const(1, dt)}, {x})"
-    return f"{self.render_dtype(dt)}({x})"
+    return self.wrap(f"{self.render_dtype(dt)}({x})", dt)
+  def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
+    # f16 and the 16-bit ints meet in the low half of a u32, through WGSL's f16 packing (naga cannot bitcast vec2<f16>)
+    if dt == dtypes.float16: return f"f16(unpack2x16float(bitcast<u32>({x})&0xffffu).x)"
+    if from_dt == dtypes.float16: return self.wrap(f"bitcast<{self.render_dtype(dt)}>(pack2x16float(vec2<f32>(f32({x}), 0.0f)))", dt)
+    return self.wrap(f"bitcast<{self.render_dtype(dt)}>({x})", dt)
+  @staticmethod
+  def wrap(x: str, dt: DType) -> str:
+    """A narrow int computed in 32 bits, brought back to its width (unsigned: masked; signed: sign-extended)."""
+    if dt not in NARROW_INTS: return x
+    bits = 8 * dt.itemsize
+    return f"({x}&{(1 << bits) - 1:#x}u)" if dtypes.is_unsigned(dt) else f"(({x}<<{32 - bits}u)>>{32 - bits}u)"
 
   def render_alu(self, op: Ops, args: list[str], dt: DType, src_dt: DType) -> str:
     """An ALU op's expression: dt is the result's dtype, src_dt its first operand's."""
@@ -73,7 +92,7 @@ class WGSLRenderer(Renderer):
     if op is Ops.EXP2: return f"select(exp2({args[0]}), {args[0]}, {_isnan(args[0], dt)})"
     if op in (Ops.LOG2, Ops.SIN, Ops.SQRT): return f"{op.name.lower()}({args[0]})"
     if op is Ops.NEG:
-      return f"(!{args[0]})" if dt == dtypes.bool else f"(0u-{args[0]})" if dt == dtypes.uint32 else f"(-{args[0]})"
+      return f"(!{args[0]})" if dt == dtypes.bool else f"(0u-{args[0]})" if TYPES.get(dt) == "u32" else f"(-{args[0]})"
     if op is Ops.WHERE: return f"select({args[2]}, {args[1]}, {args[0]})"
     if op is Ops.MULACC: return f"(({args[0]}*{args[1]})+{args[2]})"
     a, b = args
@@ -84,18 +103,23 @@ class WGSLRenderer(Renderer):
     if op is Ops.CMPNE and dtypes.is_float(src_dt): return f"(!({a}=={b}))"  # `!=` is an ordered compare here: false for NaN
     return f"({a}{BINARY[op]}{b})"
 
-  # *** loads and stores; bool buffers (not local memory, which holds bool as it is): bytes packed in atomic words ***
+  # *** loads and stores: packed dtypes (in buffers, not in local memory) are read and written within their word ***
   @staticmethod
-  def _byte(buf: str, idx: str) -> tuple[str, str]:
-    return f"&{buf}[({idx})>>2u]", f"(u32(({idx})&3i)*8u)"
+  def _element(buf: str, idx: str, dt: DType) -> tuple[str, str, str]:
+    """The word holding element idx, the shift to its bits, the mask of its bits."""
+    per = 4 // dt.itemsize
+    return f"&{buf}[({idx})>>{per.bit_length() - 1}u]", f"(u32(({idx})&{per - 1}i)*{8 * dt.itemsize}u)", f"{(1 << 8 * dt.itemsize) - 1:#x}u"
   def render_load(self, buf: str, idx: str, dt: DType, local: bool) -> str:
-    if dt != dtypes.bool or local: return f"{buf}[{idx}]"
-    word, shift = self._byte(buf, idx)
-    return f"(((atomicLoad({word})>>{shift})&0xffu)!=0u)"
+    if dt not in PACKED or local: return f"{buf}[{idx}]"
+    word, shift, mask = self._element(buf, idx, dt)
+    bits = f"((atomicLoad({word})>>{shift})&{mask})"
+    if dt == dtypes.bool: return f"({bits}!=0u)"
+    return bits if dtypes.is_unsigned(dt) else self.wrap(f"bitcast<i32>({bits})", dt)
   def render_store(self, buf: str, idx: str, val: str, dt: DType, local: bool) -> str:
-    if dt != dtypes.bool or local: return f"{buf}[{idx}] = {val};"
-    word, shift = self._byte(buf, idx)
-    return f"atomicAnd({word}, ~(0xffu<<{shift})); atomicOr({word}, select(0u, 1u, {val})<<{shift});"
+    if dt not in PACKED or local: return f"{buf}[{idx}] = {val};"
+    word, shift, mask = self._element(buf, idx, dt)
+    bits = f"select(0u, 1u, {val})" if dt == dtypes.bool else f"({val}&{mask})" if dtypes.is_unsigned(dt) else f"(bitcast<u32>({val})&{mask})"
+    return f"atomicAnd({word}, ~({mask}<<{shift})); atomicOr({word}, {bits}<<{shift});"
 
   # *** the walk over the linear program ***
   def render(self, name: str, uops: list[UOp]) -> str:
@@ -157,8 +181,8 @@ class WGSLRenderer(Renderer):
       else:
         if dt.count > 1 or op in (Ops.VECTORIZE, Ops.GEP): raise NotImplementedError(f"WGSLRenderer renders scalar code only, not {op} on {dt}")
         if op is Ops.CAST: expr = self.render_cast(r[src[0]], dt, src[0].dtype)
-        elif op is Ops.BITCAST: expr = f"bitcast<{self.render_dtype(dt)}>({r[src[0]]})"
-        elif op in GroupOp.ALU: expr = self.render_alu(op, [r[s] for s in src], dt, src[0].dtype if op is not Ops.WHERE else dt)
+        elif op is Ops.BITCAST: expr = self.render_bitcast(r[src[0]], dt, src[0].dtype)
+        elif op in GroupOp.ALU: expr = self.wrap(self.render_alu(op, [r[s] for s in src], dt, src[0].dtype if op is not Ops.WHERE else dt), dt)
         else: raise NotImplementedError(f"WGSLRenderer cannot render {op}")
         if uses[u] <= 1 and u not in named: r[u] = expr
         else:
@@ -172,7 +196,7 @@ class WGSLRenderer(Renderer):
     lines = ["enable f16;"] if dtypes.float16 in used else []
     lines += [f"override {w}: u32 = 1u;" for w in WORKGROUP_SIZE]
     for i, dt in sorted(bufs.items()):
-      elem = "atomic<u32>" if dt == dtypes.bool else self.render_dtype(dt)
+      elem = "atomic<u32>" if dt in PACKED else self.render_dtype(dt)
       lines.append(f"@group(0) @binding({i}) var<storage, read_write> data{i}: array<{elem}>;")
     if variables:
       lines.append(f"struct Vars {{ {' '.join(f'{v}: i32,' for v in variables)} }}")
