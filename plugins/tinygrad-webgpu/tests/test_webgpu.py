@@ -64,8 +64,8 @@ def test_declares_what_wgsl_has():
   from tinycore.device import Device
   from tinygrad_webgpu.runtime import adapter
   declared = set(Device["WEBGPU"].renderer.supported_dtypes())
-  assert {dtypes.bool, dtypes.int32, dtypes.uint32, dtypes.float32} <= declared
-  assert not declared & {dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int64, dtypes.uint64, dtypes.float64}
+  assert {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.float32} <= declared
+  assert not declared & {dtypes.int64, dtypes.uint64, dtypes.float64, dtypes.bfloat16}
   assert (dtypes.float16 in declared) == ("shader-f16" in adapter().features)
 
 @needs_adapter
@@ -79,6 +79,16 @@ def test_bool_bytes_written_by_neighbouring_threads():
   x = np.random.default_rng(0).standard_normal(4099).astype(np.float32)
   np.testing.assert_equal((Tensor(x, device="WEBGPU") > 0).numpy(), x > 0)
   np.testing.assert_equal(((Tensor(x, device="WEBGPU") > 0) & (Tensor(x, device="WEBGPU") < 1)).numpy(), (x > 0) & (x < 1))
+
+@needs_adapter
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16])
+def test_narrow_ints_packed_in_words(dt):
+  # neighbouring elements of one word written by different threads, and arithmetic that wraps at the dtype's width
+  info = np.iinfo(dt.fmt)
+  x = np.random.default_rng(1).integers(info.min, info.max + 1, 1027).astype(dt.fmt)
+  t = Tensor(x, device="WEBGPU")
+  np.testing.assert_equal((t * 3 + 7).numpy(), x * np.array(3, dt.fmt) + np.array(7, dt.fmt))
+  np.testing.assert_equal(t.cast(dtypes.float32).numpy(), x.astype(np.float32))
 
 @needs_adapter
 def test_buffer_freed_by_the_garbage_collector_is_reused_safely():
