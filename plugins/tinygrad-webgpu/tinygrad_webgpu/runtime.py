@@ -8,7 +8,7 @@ import functools, time
 from typing import Any, Sequence
 import numpy as np
 import wgpu
-from tinycore.backend import BufferSpec, CompileError, Compiler, DeviceError, LRUAllocator, Program, open_once
+from tinycore.backend import BufferSpec, CompileError, Compiler, LRUAllocator, Program, open_once
 from tinygrad_webgpu.renderer import WORKGROUP_SIZE, WGSLRenderer
 
 NO_ADAPTER = ("no WebGPU adapter found: wgpu found no Vulkan, Metal or D3D12 driver (on Debian/Ubuntu `apt install "
