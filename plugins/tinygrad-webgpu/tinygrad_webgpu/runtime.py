@@ -2,7 +2,11 @@
 
 One adapter (the system's preferred, `power_preference="high-performance"`), one GPUDevice opened with the adapter's
 own limits (WebGPU's defaults are far lower: 8 storage buffers per stage, 256 threads per group) and one queue.
-Buffers are storage buffers whose sizes are rounded up to 4 bytes (WebGPU copies and bindings move whole words)."""
+Buffers are storage buffers whose sizes are rounded up to 4 bytes (WebGPU copies and bindings move whole words).
+
+Kernels are recorded into one command encoder and submitted together (a submission costs about as much as a small
+kernel here): the encoder is submitted after BATCH kernels, and before anything that the queue would otherwise order
+ahead of them (a host write or read, a wait, freeing a buffer)."""
 from __future__ import annotations
 import functools, time
 from typing import Any, Sequence
@@ -18,6 +22,7 @@ LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-si
           "max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z", "max-compute-workgroups-per-dimension",
           "max-compute-workgroup-storage-size", "max-bindings-per-bind-group")
 USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+BATCH = 32
 
 @functools.cache
 def adapter() -> Any:
@@ -47,14 +52,34 @@ class WebGPUDevice:
     self.dev = self.adapter.request_device_sync(required_features=["shader-f16"] if self.has_f16 else [], required_limits=self.limits)
     self.queue = self.dev.queue
     self.modules: dict[str, Any] = {}  # shader modules by source: validated by the compiler, reused by the program
+    self.pending: Any = None  # the command encoder recording kernels not yet submitted
+    self.npending = 0
   def module(self, src: str) -> Any:
     """The shader module of a WGSL source (validated once); CompileError with the compiler's message."""
     if src not in self.modules:
       try: self.modules[src] = self.dev.create_shader_module(code=src)
       except wgpu.GPUError as e: raise CompileError(f"WGSL error on {self.device} ({describe(self.adapter)}):\n{e}\n{src}") from e
     return self.modules[src]
+  def encoder(self) -> Any:
+    """The command encoder that records work until the next flush."""
+    if self.pending is None: self.pending = self.dev.create_command_encoder()
+    self.npending += 1
+    return self.pending
+  def dispatch(self, pipe: Any, group: Any, groups: tuple[int, ...]) -> None:
+    """Records one kernel launch; submits the batch when it is full."""
+    cp = self.encoder().begin_compute_pass()
+    cp.set_pipeline(pipe)
+    cp.set_bind_group(0, group)
+    cp.dispatch_workgroups(*groups)
+    cp.end()
+    if self.npending >= BATCH: self.flush()
+  def flush(self) -> None:
+    """Submits the recorded work."""
+    if self.pending is not None: self.queue.submit([self.pending.finish()])
+    self.pending, self.npending = None, 0
   def synchronize(self) -> None:
-    """Waits for every submitted command: mapping a buffer for reading completes only after the work queued before it."""
+    """Waits for every recorded command: mapping a buffer for reading completes only after the work queued before it."""
+    self.flush()
     self.queue.read_buffer(self.sync_buffer)
   @functools.cached_property
   def sync_buffer(self) -> Any: return self.dev.create_buffer(size=4, usage=USAGE)
@@ -83,20 +108,21 @@ class WebGPUAllocator(LRUAllocator):
     self.live.add(buf)
     return buf
   def _free(self, opaque: Any, options: BufferSpec) -> None:
+    self.dev.flush()  # recorded kernels may use it
     self.live.discard(opaque)
     opaque.destroy()
   def _copyin(self, dest: Any, src: memoryview) -> None:
     if src.nbytes == 0: return
     data = bytes(src) + b"\0" * (_words(src.nbytes) - src.nbytes)  # queue writes move whole words
+    self.dev.flush()  # the queue runs a write before work submitted after it: recorded kernels go first
     self.dev.queue.write_buffer(dest, 0, data)
   def _copyout(self, dest: memoryview, src: Any) -> None:
     if dest.nbytes == 0: return
+    self.dev.flush()
     dest[:] = self.dev.queue.read_buffer(src, 0, _words(dest.nbytes))[:dest.nbytes]
   def _transfer(self, dest: Any, src: Any, nbytes: int, src_dev: Any = None, dest_dev: Any = None) -> None:
     if nbytes == 0: return
-    enc = self.dev.dev.create_command_encoder()
-    enc.copy_buffer_to_buffer(src, 0, dest, 0, _words(nbytes))
-    self.dev.queue.submit([enc.finish()])
+    self.dev.encoder().copy_buffer_to_buffer(src, 0, dest, 0, _words(nbytes))
   def synchronize(self) -> None: self.dev.synchronize()
 
 # *** compiler ***
@@ -149,14 +175,7 @@ class WebGPUProgram(Program):
       entries.append({"binding": len(bufs), "resource": {"buffer": ub}})
     group = self.dev.dev.create_bind_group(layout=layout, entries=entries)
     def launch() -> None:
-      if 0 in gs: return  # an empty launch: no work
-      enc = self.dev.dev.create_command_encoder()
-      cp = enc.begin_compute_pass()
-      cp.set_pipeline(pipe)
-      cp.set_bind_group(0, group)
-      cp.dispatch_workgroups(*gs)
-      cp.end()
-      self.dev.queue.submit([enc.finish()])
+      if 0 not in gs: self.dev.dispatch(pipe, group, gs)  # an empty launch has no work
     return launch
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = (1, 1, 1),
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
