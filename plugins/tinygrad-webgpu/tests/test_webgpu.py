@@ -110,6 +110,12 @@ def test_compile_error_carries_the_wgsl_message():
   assert "expected" in str(e.value)
 
 @needs_adapter
+def test_more_workgroups_than_a_dispatch_holds():
+  # 2^24 + 1000 elements: more than 65535 groups along one axis, numbered linearly over a 2-D dispatch
+  x = np.random.default_rng(2).standard_normal((1 << 24) + 1000).astype(np.float32)
+  np.testing.assert_equal((Tensor(x, device="WEBGPU") * 2 - 1).numpy(), x * 2 - 1)
+
+@needs_adapter
 def test_launch_beyond_the_adapters_limits_is_a_clear_error():
   from tinycore.device import Device
   from tinycore_conformance import programs as kernels

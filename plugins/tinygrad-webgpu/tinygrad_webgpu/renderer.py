@@ -11,12 +11,16 @@ no 8- or 16-bit integers, no 64-bit types (without extensions), and storage buff
     `(x << 24) >> 24`), so they overflow as the op set says; local memory holds them unpacked.
   - symbolic Variables arrive in a uniform struct `vars` (binding after the buffers), their members sorted by name.
   - the workgroup size is three `override` constants the runtime sets per launch (WGSL needs it at pipeline creation).
+  - a dispatch has at most `global_max` (65535) workgroups per dimension, which the core does not plan for: a kernel
+    with more groups along a dimension (and constant sizes) is rendered "folded", its groups numbered linearly over an
+    x*y dispatch of global_max columns, and the runtime dispatches it so (FOLDED marks such a shader).
   - constants that WGSL cannot write as literals (NaN, +-inf, the int32 minimum) are bitcasts or conversions of ones it can.
 Declared dtypes: bool, int8, uint8, int16, uint16, int32, uint32, float32, and float16 only where the adapter has
 `shader-f16` (the runtime asks); never int64, uint64, float64 (WGSL has none) or bfloat16."""
 from __future__ import annotations
 import math, struct
 from collections import Counter
+from typing import Callable
 from tinycore.backend import Renderer
 from tinycore.dtype import DType, PtrDType, dtypes
 from tinycore.ops import GroupOp, Ops
@@ -30,6 +34,7 @@ PACKED = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 NARROW_INTS = PACKED[1:]
 BASE_DTYPES = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.float32)
 WORKGROUP_SIZE = ("WGX", "WGY", "WGZ")
+FOLDED = "// workgroups folded"
 
 def _bool_op(op: Ops, a: str, b: str) -> str:
   # WGSL has no arithmetic or ordering on bool: ADD is OR, MUL is AND, MAX is OR, a<b is !a&b, XOR is !=
@@ -137,6 +142,8 @@ class WGSLRenderer(Renderer):
     def fresh(prefix: str) -> str:
       counts[prefix] += 1
       return f"{prefix}{counts[prefix]-1}"
+    groups = {int(u.arg[0][-1]): u.arg[1] for u in uops if u.op is Ops.SPECIAL and u.arg[0][0] == "g"}
+    group_ids = self.render_group_ids(groups, emit)
     for u in uops:
       op, dt, src = u.op, u.dtype, u.src
       if op is Ops.DEFINE_GLOBAL:
@@ -150,9 +157,9 @@ class WGSLRenderer(Renderer):
         r[u] = u.arg[0]
         module.append(f"var<workgroup> {r[u]}: array<{self.render_dtype(dt.base)}, {u.arg[1]}>;")
       elif op is Ops.SPECIAL:
-        r[u] = u.arg[0]
-        ids = {"g": "gid", "l": "lid", "i": "gindex"}[u.arg[0][0]]
-        emit(f"let {r[u]}: i32 = i32({ids}.{'xyz'[int(u.arg[0][-1])]});")
+        r[u], d = u.arg[0], int(u.arg[0][-1])
+        local, group = f"i32(lid.{'xyz'[d]})", group_ids(d)
+        emit(f"let {r[u]}: i32 = {group if r[u][0] == 'g' else local if r[u][0] == 'l' else f'({group}*i32({WORKGROUP_SIZE[d]})+{local})'};")
       elif op is Ops.CONST: r[u] = self.render_const(u.arg, dt)
       elif op is Ops.RANGE:
         r[u] = f"ridx{u.arg}"
@@ -190,6 +197,17 @@ class WGSLRenderer(Renderer):
           emit(f"let {r[u]}: {self.render_dtype(dt)} = {expr};")
     return self.render_module(name, body, module, bufs, sorted(variables), uops)
 
+  def render_group_ids(self, groups: dict[int, int | UOp], emit: Callable[[str], None]) -> Callable[[int], str]:
+    """How to read group id d: from workgroup_id, or, for a kernel with more groups along a dimension than a dispatch
+    holds (and constant sizes), from the group's linear number over an x*y dispatch of global_max columns."""
+    cols = self.global_max[0] if self.global_max else None
+    if cols is None or not all(isinstance(n, int) for n in groups.values()) or all(n <= cols for n in groups.values()):
+      return lambda d: f"i32(gid.{'xyz'[d]})"
+    sizes = [groups.get(d, 1) for d in range(3)]
+    emit(f"let lin: i32 = i32(gid.x) + i32(gid.y)*{cols}i;  {FOLDED}")
+    emit(f"if (lin >= {sizes[0] * sizes[1] * sizes[2]}i) {{ return; }}")
+    return lambda d: f"((lin/{math.prod(sizes[:d])}i)%{sizes[d]}i)"
+
   def render_module(self, name: str, body: list[str], module: list[str], bufs: dict[int, DType], variables: list[str], uops: list[UOp]) -> str:
     """The whole shader: extensions, bindings (buffers by number, then the variables' uniform), workgroup memory, entry point."""
     used = {u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype for u in uops}
@@ -203,6 +221,5 @@ class WGSLRenderer(Renderer):
       lines.append(f"@group(0) @binding({max(bufs, default=-1) + 1}) var<uniform> vars: Vars;")
     lines += module
     lines.append(f"@compute @workgroup_size({', '.join(WORKGROUP_SIZE)})")
-    lines.append(f"fn {name}(@builtin(workgroup_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, "
-                 "@builtin(global_invocation_id) gindex: vec3<u32>) {")
+    lines.append(f"fn {name}(@builtin(workgroup_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{")
     return "\n".join(lines + body + ["}"]) + "\n"

@@ -8,12 +8,12 @@ Kernels are recorded into one command encoder and submitted together (a submissi
 kernel here): the encoder is submitted after BATCH kernels, and before anything that the queue would otherwise order
 ahead of them (a host write or read, a wait, freeing a buffer)."""
 from __future__ import annotations
-import functools, time
+import functools, math, time
 from typing import Any, Sequence
 import numpy as np
 import wgpu
 from tinycore.backend import BufferSpec, CompileError, Compiler, LRUAllocator, Program, open_once
-from tinygrad_webgpu.renderer import WORKGROUP_SIZE, WGSLRenderer
+from tinygrad_webgpu.renderer import FOLDED, WORKGROUP_SIZE, WGSLRenderer
 
 NO_ADAPTER = ("no WebGPU adapter found: wgpu found no Vulkan, Metal or D3D12 driver (on Debian/Ubuntu `apt install "
               "mesa-vulkan-drivers` gives a CPU one, lavapipe)")
@@ -161,7 +161,10 @@ class WebGPUProgram(Program):
     gs, ls = _pad3(global_size), _pad3(local_size or (1, 1, 1))
     lim = self.dev.limits
     if (most := lim["max-compute-workgroups-per-dimension"]) < max(gs):
-      raise RuntimeError(f"{self.device}: {self.name} needs {gs} workgroups, the adapter dispatches at most {most} per dimension")
+      # a kernel the renderer folded numbers its groups linearly over rows of `most`
+      if FOLDED not in self.lib.decode() or (total := math.prod(gs)) > most * most:
+        raise RuntimeError(f"{self.device}: {self.name} needs {gs} workgroups, the adapter dispatches at most {most} per dimension")
+      gs = (most, (total + most - 1) // most, 1)
     if (n := ls[0] * ls[1] * ls[2]) > lim["max-compute-invocations-per-workgroup"] or any(
         s > lim[f"max-compute-workgroup-size-{a}"] for s, a in zip(ls, "xyz")):
       raise RuntimeError(f"{self.device}: {self.name} asks for a workgroup of {ls} ({n} threads), beyond the adapter's limits")
