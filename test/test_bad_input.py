@@ -77,6 +77,19 @@ def test_int_division_by_zero_and_overflow(anydev, dt):
 
 def _trunc_div(p: int, q: int) -> int: return abs(p) // abs(q) * (1 if (p < 0) == (q < 0) else -1)
 
+@pytest.mark.parametrize("dt", ["int32", "int64"])
+def test_signed_overflow_wraps_where_an_operand_repeats(anydev, dt):
+  """C calls signed overflow undefined, and clang folded (a+1)<a to false and (a*2)//2 to a on CLANG and OPENCL; the
+  op set says integers wrap (numpy's answer)."""
+  i = np.iinfo(dt)
+  a = np.array([i.max, i.max - 1, 5, -7, i.min, i.min + 1, 0], dt)
+  x = Tensor(a, device=anydev)
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(((x + 1) < x).numpy(), (a + 1) < a)
+    np.testing.assert_array_equal(((x * 2) // 2).numpy(), (a * 2) // 2)
+    np.testing.assert_array_equal((-x < 0).numpy(), -a < 0)
+    np.testing.assert_array_equal(((x << 1) >> 1).numpy(), (a << 1) >> 1)
+
 def test_float_floordiv_mod_match_numpy_and_torch(anydev):
   a = np.array([7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 5.0, np.inf, 1.0, np.nan, -1.0, 1.0, 0.75], np.float32)
   b = np.array([2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 0.0, 2.0, np.inf, 1.0, np.inf, -np.inf, 0.25], np.float32)
