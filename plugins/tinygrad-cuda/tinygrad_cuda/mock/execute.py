@@ -1,0 +1,29 @@
+"""How the mock driver runs a kernel on the CPU: `host` compiles the CUDA C source for the host (tinycore.runtime.hostgrid
+with the CUDA shim), `ptx` interprets the PTX (ptx.run_ptx). Both see device memory as DeviceMemory."""
+from __future__ import annotations
+import ctypes, signal
+from typing import Any
+from tinycore.runtime.hostgrid import HostKernel
+from tinygrad_cuda.mock.memory import DeviceMemoryError
+
+def load(executor: str, sections: dict[str, bytes], name: str) -> Any:
+  """What `run` needs to execute kernel `name` (compiled once per function); CompileError when the host cannot compile it."""
+  if executor == "ptx": return sections["ptx"].decode()
+  from tinygrad_cuda.mock.shim import BARRIER, HEADERS, SHIM
+  return HostKernel(SHIM, sections["source"].decode(), name, BARRIER, HEADERS)
+
+def run(kernel: Any, name: str, params: list[tuple[int, bool]], mem: Any, grid: tuple[int, ...], block: tuple[int, ...],
+        raw: list[int], seed: int) -> tuple[str, str] | None:
+  """Runs one launch; raw is each parameter's value (pointers as device addresses). None, or (error name, what happened)
+  for a kernel that faulted. DeviceMemoryError for a pointer argument that is not live device memory."""
+  if isinstance(kernel, str):
+    from tinygrad_cuda.mock.ptx import run_ptx
+    try: run_ptx(kernel, name, grid, block, raw, mem)
+    except DeviceMemoryError as e: return "CUDA_ERROR_ILLEGAL_ADDRESS", f"kernel {name}: {e}"
+    return None
+  values = [ctypes.c_uint64(mem.host_address(v)) if is_ptr else (ctypes.c_int32 if size == 4 else ctypes.c_uint64)(v)
+            for (size, is_ptr), v in zip(params, raw)]
+  args = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+  if not (sig := kernel(grid, block, ctypes.addressof(args), seed)): return None
+  what = f"kernel {name} raised {signal.Signals(sig).name} on the host (grid {grid}, block {block})"
+  return ("CUDA_ERROR_ILLEGAL_ADDRESS" if sig in (signal.SIGSEGV, signal.SIGBUS) else "CUDA_ERROR_LAUNCH_FAILED"), what
