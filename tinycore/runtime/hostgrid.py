@@ -49,6 +49,7 @@ double sqrt(double); double fabs(double); double floor(double); double ceil(doub
 extern "C" __attribute__((weak)) __bf16 __truncsfbf2(float f) {
   unsigned u; memcpy(&u, &f, 4);
   u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u + 0x7fffu + ((u >> 16) & 1u);
+  __asm__("" : "+r"(u));  /* else the optimizer sees a float -> bfloat16 conversion here and calls this function */
   unsigned short h = u >> 16; __bf16 r; memcpy(&r, &h, 2); return r;
 }
 extern "C" __attribute__((weak)) __bf16 __truncdfbf2(double d) { return __truncsfbf2((float)d); }
@@ -88,7 +89,8 @@ static void hg_fiber() { hg_item(); hg_done[hg_cur] = 1; }
 static void hg_group(unsigned n, unsigned* order) {
   if (n > hg_nstacks) {
     free(hg_stacks); free(hg_ctx); free(hg_done);
-    hg_stacks = (char*)malloc((size_t)n * HG_STACK); hg_ctx = (ucontext_t*)malloc(n * sizeof(ucontext_t)); hg_done = (unsigned*)malloc(n * sizeof(unsigned));
+    hg_stacks = (char*)malloc((size_t)n * HG_STACK); hg_ctx = (ucontext_t*)malloc(n * sizeof(ucontext_t));
+    hg_done = (unsigned*)malloc(n * sizeof(unsigned));
     hg_nstacks = n;
   }
   for (unsigned i = 0; i < n; i++) {

@@ -48,7 +48,8 @@ def device_compiler(device: str, idx: int):
 # priority 35, just below CUDA: both drive the same GPU, CUDA C through NVRTC is the more travelled path for now;
 # emulated (MOCKGPU), it is used only when asked for by name
 BACKEND = Backend("NV", priority=-35 if mock.enabled() else 35, check=check, api_version=TINYCORE_API_VERSION,
-                  description=mock.describe("ptx") if mock.enabled() else "PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU",
+                  description=mock.describe("ptx") if mock.enabled() else
+                  "PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU",
                   allocator=lazy("tinygrad_nv.runtime:allocator"), program=lazy("tinygrad_nv.runtime:program_class"),
                   renderer=lambda device, idx: make_renderer(target_arch(device)),
                   compiler=device_compiler)

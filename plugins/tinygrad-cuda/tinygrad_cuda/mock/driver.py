@@ -208,7 +208,7 @@ def _entry_params(executor: str, sections: dict[str, bytes], name: str) -> list[
 def cuModuleLoadData(image: bytes) -> tuple:
   if (ctx := _ctx()) is None: return _fail(CUresult.CUDA_ERROR_INVALID_CONTEXT, "no current context")
   if (img := emulatedimage.unpack(bytes(image))) is None:
-    return _fail(CUresult.CUDA_ERROR_INVALID_IMAGE, "not an emulated image: under MOCKGPU the plugin's compiler must make one (a cubin cannot run here)")
+    return _fail(CUresult.CUDA_ERROR_INVALID_IMAGE, "not an emulated image: under MOCKGPU the plugin's compiler makes one (a cubin cannot run here)")
   executor, sections = img
   if executor == "ptx" and "ptx" not in sections: sections = {**sections, "ptx": sections["source"]}  # NV: the source is PTX
   if (why := executor_unavailable(executor)) is not None: return _fail(CUresult.CUDA_ERROR_NOT_SUPPORTED, why)
@@ -239,7 +239,8 @@ def cuLaunchKernel(f: CUfunction, gx: int, gy: int, gz: int, bx: int, by: int, b
   if f.module.ctx is not ctx: return _fail(CUresult.CUDA_ERROR_INVALID_CONTEXT, "the function's module belongs to another context")
   grid, block = (gx, gy, gz), (bx, by, bz)
   if (why := _check_launch(grid, block)): return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name}: {why}")
-  if f.params and not kernel_params: return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(f.params)} arguments, kernelParams is NULL")
+  if f.params and not kernel_params:
+    return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(f.params)} arguments, kernelParams is NULL")
   ptrs = (ctypes.c_void_p * max(len(f.params), 1)).from_address(int(kernel_params)) if f.params else []
   raw = [int.from_bytes(ctypes.string_at(ptrs[i], size), "little") for i, (size, _) in enumerate(f.params)]
   ctx.launches += 1
@@ -253,7 +254,8 @@ def cuLaunchKernel(f: CUfunction, gx: int, gy: int, gz: int, bx: int, by: int, b
 
 # *** events ***
 
-def cuEventCreate(flags: int) -> tuple: return _ok(CUevent()) if _ctx() is not None else _fail(CUresult.CUDA_ERROR_INVALID_CONTEXT, "no current context")
+def cuEventCreate(flags: int) -> tuple:
+  return _ok(CUevent()) if _ctx() is not None else _fail(CUresult.CUDA_ERROR_INVALID_CONTEXT, "no current context")
 
 def cuEventRecord(ev: CUevent, stream: Any) -> tuple:
   if not isinstance(ev, CUevent) or not ev.alive: return _fail(CUresult.CUDA_ERROR_INVALID_HANDLE, "not a live event")
@@ -265,7 +267,8 @@ def cuEventSynchronize(ev: CUevent) -> tuple:
   return _sync(_ctx()) if _ctx() is not None else _ok()
 
 def cuEventElapsedTime(start: CUevent, end: CUevent) -> tuple:
-  if any(not isinstance(e, CUevent) or not e.alive for e in (start, end)): return _fail(CUresult.CUDA_ERROR_INVALID_HANDLE, "not a live event")
+  if any(not isinstance(e, CUevent) or not e.alive for e in (start, end)):
+    return _fail(CUresult.CUDA_ERROR_INVALID_HANDLE, "not a live event")
   if start.time is None or end.time is None: return _fail(CUresult.CUDA_ERROR_INVALID_HANDLE, "an event that was never recorded")
   return _ok((end.time - start.time) * 1e3)
 
