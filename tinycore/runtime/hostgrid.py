@@ -24,6 +24,7 @@ import ctypes, functools, os, pathlib, re, shutil, subprocess, tempfile
 from typing import Sequence
 from tinycore.backend import CompileError
 from tinycore.helpers import diskcache_get, diskcache_put
+from tinycore.runtime.devicememory import DeviceMemory
 
 CXX_NAMES = ("clang++-20", "clang++-19", "clang++-18", "clang++-17", "clang++-16", "clang++-15", "clang++")
 # half and bfloat16 round after every operation, as on a GPU (no excess precision); no fused multiply-add
@@ -166,6 +167,12 @@ def unavailable_reason() -> str | None:
   """None when kernels can be compiled for the host here, else why not."""
   return None if find_cxx() else "the host-source executor needs clang++ 15 or newer (apt-get install clang-19), or set HOSTGRID_CXX"
 
+def c_params(src: str, entry: str) -> list[tuple[int, bool]] | None:
+  """(size in bytes, is a pointer) of each parameter of the C-like kernel `entry` in src (pointers, else 32-bit ints, as
+  tinycore's renderers declare them); None when src defines no such kernel."""
+  if (m := re.search(rf"\b{re.escape(entry)}\s*\(([^)]*)\)\s*\{{", src)) is None: return None
+  return [(8, True) if "*" in p else (4, False) for p in m.group(1).split(",") if p.strip()]
+
 class HostKernel:
   """One kernel of rendered GPU source, compiled for the host. `shim` is the language's header (C++), `headers` files the
   source #includes (name -> text), `barrier` the barrier's spelling in the source (its absence runs plain loops)."""
@@ -196,6 +203,15 @@ class HostKernel:
   def id_addresses(self) -> tuple[int, int, int]:
     """Addresses of hg_group_id, hg_local_id, hg_global_id: argument values for a kernel that takes its ids as parameters."""
     return tuple(ctypes.addressof(ctypes.c_uint.in_dll(self.dll, n)) for n in ("hg_group_id", "hg_local_id", "hg_global_id"))  # type: ignore
+
+  def run(self, grid: Sequence[int], group: Sequence[int], params: Sequence[tuple[int, bool]], values: Sequence[int], mem: DeviceMemory,
+          seed: int = 0) -> int:
+    """Runs the grid with each parameter's value (params as c_params gives them; pointers as device addresses of mem,
+    DeviceMemoryError for one that is not live). 0, or the signal a work-item raised."""
+    vals = [ctypes.c_uint64(mem.host_address(v)) if is_ptr else (ctypes.c_int32 if size == 4 else ctypes.c_uint64)(v)
+            for (size, is_ptr), v in zip(params, values)]
+    args = (ctypes.c_void_p * max(len(vals), 1))(*[ctypes.addressof(v) for v in vals])
+    return self(grid, group, ctypes.addressof(args), seed)
 
   def __call__(self, grid: Sequence[int], group: Sequence[int], args: int, seed: int = 0) -> int:
     """Runs the grid; `args` is the address of an array of pointers to the argument values. 0, or the signal a work-item

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes, enum, os, re, time
 from typing import Any
 from tinycore.runtime import emulatedimage
+from tinycore.runtime.hostgrid import c_params
 from tinycore.backend import CompileError
 from tinygrad_cuda.mock import execute, executor_unavailable
 from tinygrad_cuda.mock.memory import DeviceMemory, DeviceMemoryError
@@ -198,9 +199,7 @@ def cuMemcpyPeer(dst: Any, dst_ctx: CUcontext, src: Any, src_ctx: CUcontext, nby
 def _entry_params(executor: str, sections: dict[str, bytes], name: str) -> list[tuple[int, bool]] | None:
   """(size, is a pointer) of each parameter of kernel `name`, from the CUDA C signature or the PTX entry; None: no such kernel."""
   if executor == "host" or "ptx" not in sections:
-    src = sections["source"].decode()
-    if (m := re.search(rf"\bvoid\s+(?:__launch_bounds__\([^)]*\)\s*)?{re.escape(name)}\s*\(([^)]*)\)", src)) is None: return None
-    return [(8, True) if "*" in p else (4, False) for p in m.group(1).split(",") if p.strip()]
+    return c_params(sections["source"].decode(), name)
   ptx = sections["ptx"].decode()
   if (m := re.search(rf"\.entry\s+{re.escape(name)}\s*\(([^)]*)\)", ptx)) is None: return None
   return [(int(bits) // 8, False) for bits in re.findall(r"\.param\s+\.[a-z]+?(\d+)", m.group(1))]

@@ -1,7 +1,7 @@
 """How the mock driver runs a kernel on the CPU: `host` compiles the CUDA C source for the host (tinycore.runtime.hostgrid
 with the CUDA shim), `ptx` interprets the PTX (ptx.run_ptx). Both see device memory as DeviceMemory."""
 from __future__ import annotations
-import ctypes, signal
+import signal
 from typing import Any
 from tinycore.runtime.hostgrid import HostKernel
 from tinygrad_cuda.mock.memory import DeviceMemoryError
@@ -21,9 +21,6 @@ def run(kernel: Any, name: str, params: list[tuple[int, bool]], mem: Any, grid: 
     try: run_ptx(kernel, name, grid, block, raw, mem)
     except DeviceMemoryError as e: return "CUDA_ERROR_ILLEGAL_ADDRESS", f"kernel {name}: {e}"
     return None
-  values = [ctypes.c_uint64(mem.host_address(v)) if is_ptr else (ctypes.c_int32 if size == 4 else ctypes.c_uint64)(v)
-            for (size, is_ptr), v in zip(params, raw)]
-  args = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
-  if not (sig := kernel(grid, block, ctypes.addressof(args), seed)): return None
+  if not (sig := kernel.run(grid, block, params, raw, mem, seed)): return None
   what = f"kernel {name} raised {signal.Signals(sig).name} on the host (grid {grid}, block {block})"
   return ("CUDA_ERROR_ILLEGAL_ADDRESS" if sig in (signal.SIGSEGV, signal.SIGBUS) else "CUDA_ERROR_LAUNCH_FAILED"), what
