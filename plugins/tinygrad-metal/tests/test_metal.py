@@ -9,6 +9,7 @@ from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore_conformance.fixtures import check_declaration, check_refuses_without_hardware, hardware, run_python
 import tinygrad_metal
+from tinygrad_metal import mock
 from tinygrad_metal.compiler import MetalSyntaxCheckCompiler, syntax_check_unavailable_reason
 from tinygrad_metal.renderer import MetalRenderer
 
@@ -31,6 +32,7 @@ def test_import_touches_no_pyobjc():
   assert r.stdout.strip() == ("True" if sys.platform == "darwin" else "False")
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the reason is about PyObjC or the GPU")
+@pytest.mark.skipif(mock.enabled(), reason="MOCKGPU: the emulated Metal opens on any OS")
 def test_reason_off_macos():
   assert GPU_WHY == "Metal needs macOS"
 
