@@ -47,7 +47,8 @@ def device_compiler(device: str, idx: int):
 
 # emulated (MOCKGPU), it is used only when asked for by name
 BACKEND = Backend("AMD", priority=-40 if mock.enabled() else 40, check=check, api_version=TINYCORE_API_VERSION,
-                  description=mock.DESCRIPTION if mock.enabled() else "HIP-style source -> clang amdgcn code object -> HIP runtime; AMD:n is the n-th GPU",
+                  description=mock.DESCRIPTION if mock.enabled() else
+                  "HIP-style source -> clang amdgcn code object -> HIP runtime; AMD:n is the n-th GPU",
                   allocator=lazy("tinygrad_amd.runtime:allocator"), program=lazy("tinygrad_amd.runtime:program"),
                   renderer=lambda device, idx: make_renderer(target_arch(device)),
                   compiler=device_compiler)

@@ -104,7 +104,7 @@ def test_copies_both_ways_views_and_bounds(drv):
 @needs_nvrtc
 def test_kernel_runs_and_matches_numpy(drv):
   a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
-  pa, pb, (err, out) = upload(a), upload(b), D.cuMemAlloc(4096)
+  pa, pb, out = upload(a), upload(b), D.cuMemAlloc(4096)[1]
   f = function(programs.elementwise(), "ew")
   assert launch(f, [out, pa, pb], (16, 1, 1), (64, 1, 1)) == (OK,) and D.cuCtxSynchronize() == (OK,)
   np.testing.assert_allclose(download(out, a), a + b)
@@ -112,7 +112,7 @@ def test_kernel_runs_and_matches_numpy(drv):
 @needs_nvrtc
 def test_launch_limits(drv):
   x = np.zeros(1024, np.float32)
-  px, (err, out) = upload(x), D.cuMemAlloc(4096)
+  px, out = upload(x), D.cuMemAlloc(4096)[1]
   f = function(programs.elementwise(), "ew")  # i = blockIdx.x*64 + threadIdx.x: below 1024 for the launches here
   for grid, block in (((1, 1, 1), (1025, 1, 1)), ((1, 1, 1), (1, 1, 65)), ((1, 1, 1), (64, 32, 1)), ((1, 65536, 1), (1, 1, 1)),
                       ((0, 1, 1), (1, 1, 1))):
@@ -133,7 +133,7 @@ def test_pointer_arguments_must_be_live_device_memory(drv):
 @needs_nvrtc
 def test_faulting_kernel_fails_the_next_synchronizing_call(drv):
   x = np.zeros(64, np.float32)
-  px, py, (err, out) = upload(x), upload(x), D.cuMemAlloc(256)
+  px, py, out = upload(x), upload(x), D.cuMemAlloc(256)[1]
   f = function(programs.elementwise(), "ew")
   assert launch(f, [out, px, py], (16, 1, 1), (64, 1, 1)) == (OK,)  # 1024 work-items write a 64-element buffer
   assert D.cuCtxSynchronize()[0] == R.CUDA_ERROR_ILLEGAL_ADDRESS
@@ -160,7 +160,7 @@ def test_events_time_what_runs_between_them(drv):
 def test_injected_bug_barrier_removed(drv, monkeypatch):
   x = np.arange(512, dtype=np.float32)
   want = x.reshape(8, 64)[:, ::-1].reshape(-1)
-  px, (err, out) = upload(x), D.cuMemAlloc(2048)
+  px, out = upload(x), D.cuMemAlloc(2048)[1]
   assert launch(function(programs.shared_reverse(), "rev"), [out, px], (8, 1, 1), (64, 1, 1)) == (OK,)
   np.testing.assert_equal(download(out, x), want)
   monkeypatch.setattr(CUDARenderer, "barrier", "")  # compiles with NVRTC just as well
@@ -170,7 +170,7 @@ def test_injected_bug_barrier_removed(drv, monkeypatch):
 @needs_nvrtc
 def test_injected_bug_index_off_by_one(drv, monkeypatch):
   a, b = np.random.rand(1024).astype(np.float32), np.random.rand(1024).astype(np.float32)
-  pa, pb, (err, out) = upload(a), upload(b), D.cuMemAlloc(4096)
+  pa, pb, out = upload(a), upload(b), D.cuMemAlloc(4096)[1]
   off_by_one = {**CUDARenderer.code_for_workitem, "l": lambda d: f"(threadIdx.{'xyz'[d]}+1)"}
   monkeypatch.setattr(CUDARenderer, "code_for_workitem", off_by_one)
   assert launch(function(programs.elementwise(), "ew_off"), [out, pa, pb], (16, 1, 1), (64, 1, 1)) == (OK,)
@@ -223,7 +223,7 @@ def test_half_rounds_like_the_gpu(drv):
   from tinycore.uop.uop import UOp  # noqa: F401  (the renderer's types)
   if nvrtc_unavailable_reason() is not None: pytest.skip("NVRTC is not usable here")
   x = np.array([2048, 1, 1, 1], np.float16)
-  px, (err, out) = upload(x), D.cuMemAlloc(8)
+  px, out = upload(x), D.cuMemAlloc(8)[1]
   f = function(programs.reduce_sum(dtypes.float16), "rs_half")
   assert launch(f, [out, px], (1, 1, 1), (1, 1, 1), vals=(4,)) == (OK,)
   want = np.float16(0)
