@@ -218,10 +218,9 @@ def test_devices_lists_the_mock_as_emulated():
   line = next(ln for ln in r.stdout.splitlines() if ln.startswith("CUDA "))
   assert " ok " in line and "emulated: mock CUDA driver" in line, r.stdout
 
+@needs_nvrtc
 def test_half_rounds_like_the_gpu(drv):
   """A half sum computed in the executor rounds at each step (no excess precision): 2048 + 1 stays 2048 in half."""
-  from tinycore.uop.uop import UOp  # noqa: F401  (the renderer's types)
-  if nvrtc_unavailable_reason() is not None: pytest.skip("NVRTC is not usable here")
   x = np.array([2048, 1, 1, 1], np.float16)
   px, out = upload(x), D.cuMemAlloc(8)[1]
   f = function(programs.reduce_sum(dtypes.float16), "rs_half")
