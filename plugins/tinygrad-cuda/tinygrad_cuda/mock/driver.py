@@ -38,6 +38,7 @@ class CUresult(enum.IntEnum):
   CUDA_ERROR_NOT_READY = 600
   CUDA_ERROR_ILLEGAL_ADDRESS = 700
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
+  CUDA_ERROR_MISALIGNED_ADDRESS = 716
   CUDA_ERROR_LAUNCH_FAILED = 719
   CUDA_ERROR_NOT_SUPPORTED = 801
 
@@ -45,7 +46,7 @@ _STRINGS = {0: "no error", 1: "invalid argument", 2: "out of memory", 3: "initia
             100: "no CUDA-capable device is detected", 101: "invalid device ordinal", 200: "device kernel image is invalid",
             201: "invalid device context", 400: "invalid resource handle", 500: "named symbol not found",
             600: "device not ready", 700: "an illegal memory access was encountered",
-            701: "too many resources requested for launch", 719: "unspecified launch failure", 801: "operation not supported"}
+            701: "too many resources requested for launch", 716: "misaligned address", 719: "unspecified launch failure", 801: "operation not supported"}
 
 class CUdevice_attribute(enum.IntEnum):
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1

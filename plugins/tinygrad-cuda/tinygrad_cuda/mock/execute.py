@@ -17,9 +17,10 @@ def run(kernel: Any, name: str, params: list[tuple[int, bool]], mem: Any, grid: 
   """Runs one launch; raw is each parameter's value (pointers as device addresses). None, or (error name, what happened)
   for a kernel that faulted. DeviceMemoryError for a pointer argument that is not live device memory."""
   if isinstance(kernel, str):
-    from tinygrad_cuda.mock.ptx import run_ptx
+    from tinygrad_cuda.mock.ptx import PTXFault, run_ptx
     try: run_ptx(kernel, name, grid, block, raw, mem)
-    except DeviceMemoryError as e: return "CUDA_ERROR_ILLEGAL_ADDRESS", f"kernel {name}: {e}"
+    except PTXFault as e: return e.cuda_error, f"kernel {name}: {e}"  # an illegal or misaligned address, a trap
+    except NotImplementedError as e: return "CUDA_ERROR_NOT_SUPPORTED", f"kernel {name}: {e}"  # PTX the interpreter lacks
     return None
   if not (sig := kernel.run(grid, block, params, raw, mem, seed)): return None
   what = f"kernel {name} raised {signal.Signals(sig).name} on the host (grid {grid}, block {block})"
