@@ -46,7 +46,8 @@ _STRINGS = {0: "no error", 1: "invalid argument", 2: "out of memory", 3: "initia
             100: "no CUDA-capable device is detected", 101: "invalid device ordinal", 200: "device kernel image is invalid",
             201: "invalid device context", 400: "invalid resource handle", 500: "named symbol not found",
             600: "device not ready", 700: "an illegal memory access was encountered",
-            701: "too many resources requested for launch", 716: "misaligned address", 719: "unspecified launch failure", 801: "operation not supported"}
+            701: "too many resources requested for launch", 716: "misaligned address", 719: "unspecified launch failure",
+            801: "operation not supported"}
 
 class CUdevice_attribute(enum.IntEnum):
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 import signal
 from typing import Any
 from tinycore.runtime.hostgrid import HostKernel
-from tinygrad_cuda.mock.memory import DeviceMemoryError
 
 def load(executor: str, sections: dict[str, bytes], name: str) -> Any:
   """What `run` needs to execute kernel `name` (compiled once per function); CompileError when the host cannot compile it."""
@@ -15,7 +14,7 @@ def load(executor: str, sections: dict[str, bytes], name: str) -> Any:
 def run(kernel: Any, name: str, params: list[tuple[int, bool]], mem: Any, grid: tuple[int, ...], block: tuple[int, ...],
         raw: list[int], seed: int) -> tuple[str, str] | None:
   """Runs one launch; raw is each parameter's value (pointers as device addresses). None, or (error name, what happened)
-  for a kernel that faulted. DeviceMemoryError for a pointer argument that is not live device memory."""
+  for a kernel that faulted. DeviceMemoryError (host) for a pointer argument that is not live device memory."""
   if isinstance(kernel, str):
     from tinygrad_cuda.mock.ptx import PTXFault, run_ptx
     try: run_ptx(kernel, name, grid, block, raw, mem)
