@@ -84,16 +84,16 @@ static void hg_set_local(unsigned i) {
 #ifdef HG_FIBERS
 static ucontext_t hg_main_ctx, *hg_ctx;
 static char* hg_stacks;
-static unsigned hg_nstacks, hg_cur, *hg_done;
+static unsigned hg_cur, *hg_done;
 static void hg_barrier() { swapcontext(&hg_ctx[hg_cur], &hg_main_ctx); }
 static void hg_fiber() { hg_item(); hg_done[hg_cur] = 1; }
+/* the fibers' stacks live for one launch: a library per kernel keeping them would hold their touched pages forever */
+static void hg_fibers_alloc(unsigned n) {
+  hg_stacks = (char*)malloc((size_t)n * HG_STACK); hg_ctx = (ucontext_t*)malloc(n * sizeof(ucontext_t));
+  hg_done = (unsigned*)malloc(n * sizeof(unsigned));
+}
+static void hg_fibers_free() { free(hg_stacks); free(hg_ctx); free(hg_done); }
 static void hg_group(unsigned n, unsigned* order) {
-  if (n > hg_nstacks) {
-    free(hg_stacks); free(hg_ctx); free(hg_done);
-    hg_stacks = (char*)malloc((size_t)n * HG_STACK); hg_ctx = (ucontext_t*)malloc(n * sizeof(ucontext_t));
-    hg_done = (unsigned*)malloc(n * sizeof(unsigned));
-    hg_nstacks = n;
-  }
   for (unsigned i = 0; i < n; i++) {
     getcontext(&hg_ctx[i]);
     hg_ctx[i].uc_stack.ss_sp = hg_stacks + (size_t)i * HG_STACK; hg_ctx[i].uc_stack.ss_size = HG_STACK; hg_ctx[i].uc_link = &hg_main_ctx;
@@ -113,6 +113,8 @@ static void hg_group(unsigned n, unsigned* order) {
 }
 #else
 static void hg_barrier() {}
+static void hg_fibers_alloc(unsigned n) {}
+static void hg_fibers_free() {}
 static void hg_group(unsigned n, unsigned* order) {
   hg_shuffle(order, n);
   for (unsigned k = 0; k < n; k++) { hg_set_local(order[k]); hg_item(); }
@@ -136,6 +138,7 @@ extern "C" int hg_launch(const unsigned* grid, const unsigned* group, void** arg
   unsigned n = group[0] * group[1] * group[2];
   unsigned* order = (unsigned*)malloc(n * sizeof(unsigned));
   for (unsigned i = 0; i < n; i++) order[i] = i;
+  hg_fibers_alloc(n);
   int sig = sigsetjmp(hg_fault, 1);
   if (!sig) {
     for (unsigned z = 0; z < grid[2]; z++) for (unsigned y = 0; y < grid[1]; y++) for (unsigned x = 0; x < grid[0]; x++) {
@@ -144,6 +147,7 @@ extern "C" int hg_launch(const unsigned* grid, const unsigned* group, void** arg
     }
   }
   free(order);
+  hg_fibers_free();
   for (int i = 0; i < 4; i++) sigaction(hg_signals[i], &old[i], 0);
   sigaltstack(&old_ss, 0);
   return sig;
