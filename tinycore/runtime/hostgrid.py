@@ -12,6 +12,7 @@ How a grid runs:
   - a kernel without barriers (the shim's barrier spelling absent from the source) runs each work-item to its end in turn;
     one with barriers runs its work-items as fibers (ucontext), each switched out at a barrier until all have reached it;
   - shared memory is whatever the shim makes of it: static storage in the kernel, one per work-group in turn;
+  - one launch runs at a time in a process (a lock), on the calling thread;
   - a work-item that faults (SIGSEGV, SIGBUS: a bad address or a buffer's guard page, see devicememory.py; SIGFPE; SIGILL:
     a trap) ends the launch, and the call returns the signal number (0 when all went well).
 Arguments reach the kernel as CUDA's kernelParams do: an array of pointers, one to each argument's value, in the order of
@@ -20,7 +21,7 @@ parameters (Metal) gets pointers to hg_group_id, hg_local_id, hg_global_id there
 
 Compiled libraries are cached on disk by the whole translation unit and the compiler's version and flags."""
 from __future__ import annotations
-import ctypes, functools, os, pathlib, re, shutil, subprocess, tempfile
+import ctypes, functools, os, pathlib, re, shutil, subprocess, tempfile, threading
 from typing import Sequence
 from tinycore.backend import CompileError
 from tinycore.helpers import diskcache_get, diskcache_put
@@ -31,6 +32,8 @@ CXX_NAMES = ("clang++-20", "clang++-19", "clang++-18", "clang++-17", "clang++-16
 CXXFLAGS = ["-x", "c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-fno-exceptions", "-fno-rtti", "-ffp-contract=off",
             "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none"]
 FIBER_STACK = 256 * 1024
+# one launch at a time in the process: a launch installs process-wide fault handlers, and ctypes lets go of the GIL
+_LAUNCH_LOCK = threading.Lock()
 
 # C++'s <math.h> and <stdlib.h> pull in half of libstdc++ (0.2 s of every compile): the C functions are declared instead
 RUNTIME = r"""
@@ -220,4 +223,4 @@ class HostKernel:
   def __call__(self, grid: Sequence[int], group: Sequence[int], args: int, seed: int = 0) -> int:
     """Runs the grid; `args` is the address of an array of pointers to the argument values. 0, or the signal a work-item
     raised (the launch stops there)."""
-    return self.dll.hg_launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*group), args, seed)
+    with _LAUNCH_LOCK: return self.dll.hg_launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*group), args, seed)
