@@ -176,3 +176,9 @@ def test_f64_math_on_the_host():
 @needs_gpu
 def test_gpu_kernels_match_numpy():
   check_gpu_kernels("AMD")
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("AMD", out_of_bounds_faults=mock.enabled())

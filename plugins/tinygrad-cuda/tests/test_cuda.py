@@ -184,3 +184,9 @@ def test_narrow_negation_wraps_without_a_narrow_cast(dt, expr):
   """NVRTC 13.0 on an H100 computed ((short)(-x)) < y with a 32-bit negation and no wrap (-(-32768) < 32766 false;
   conformance level 4, fused -a<b int16): int8/int16 negation is spelled as an unsigned shift pair instead."""
   assert expr in CUDARenderer("sm_90").render("neg", _negation(dt))
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("CUDA", out_of_bounds_faults=mock.enabled())

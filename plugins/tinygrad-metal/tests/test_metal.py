@@ -114,3 +114,9 @@ def test_gpu_elementwise_and_shared():
   res = bytearray(2048)
   dev.allocator.copyout(memoryview(res), out)
   np.testing.assert_equal(np.frombuffer(res, np.float32), x.reshape(8, 64)[:, ::-1].reshape(-1))
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("METAL", out_of_bounds_faults=mock.enabled())
