@@ -42,7 +42,7 @@ def ltype(dt: DType, mem: bool = False) -> str:
 def literal(x: float | int | bool, dt: DType) -> str:
   """A scalar constant as LLVM writes it: floats by their bits (a float is written as the double of equal value)."""
   if dt == dtypes.float16: return "0xH" + struct.pack(">e", x).hex().upper()
-  if dt == dtypes.bfloat16: return f"0xR{int(f32_to_bf16(np.float32(x))):04X}"
+  if dt == dtypes.bfloat16: return f"0xR{int(f32_to_bf16(np.array([x], np.float32))[0]):04X}"
   if dtypes.is_float(dt): return "0x" + struct.pack(">d", float(np.float32(x)) if dt == dtypes.float32 else float(x)).hex().upper()
   if dt == dtypes.bool: return "true" if x else "false"
   bits = 8 * dt.itemsize
@@ -118,15 +118,16 @@ def loop_to_split(uops: list[UOp], carried: dict[UOp, list[UOp]], min_work: int)
   return outer if work >= min_work else None
 
 class LLVMRenderer(Renderer):
-  """LLVM IR for the host CPU (see the module docstring); declares every dtype but bfloat16, float vectors of the host's
-  widths, no local ids. `threads` > 1 lets it cut the outer loop into threads*chunks_per_core pieces."""
+  """LLVM IR for the host CPU (see the module docstring): every dtype (bfloat16 only where the CPU converts float to
+  bfloat16 itself: elsewhere LLVM calls compiler-rt's __truncsfbf2, which the process lacks), float vectors of the
+  host's widths, no local ids. `threads` > 1 lets it cut the outer loop into threads*chunks_per_core pieces."""
   # read by the code generator: which ops stay whole vectors and which element dtypes vectors may have
   vector_alu = frozenset(GroupOp.ALU)
   vector_dtypes = (dtypes.float32,)
   def __init__(self, device: str = "LLVM", vector_widths: tuple[int, ...] = (4,), threads: int = 1, chunks_per_core: int = 4,
-               min_work: int = 1 << 18):
+               min_work: int = 1 << 18, bfloat16: bool = False):
     super().__init__(device=device, has_local=False, has_shared=False, vector_widths=vector_widths,
-                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16))
+                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 or bfloat16))
     self.threads, self.chunks_per_core, self.min_work = threads, chunks_per_core, min_work
   @property
   def cachekey(self) -> str:
@@ -303,6 +304,9 @@ class IRWriter:
 
   def math(self, fn: str, x: str, dt: DType) -> str:
     t = ltype(dt)
+    if dt.scalar() == dtypes.bfloat16:  # computed in float, rounded once (libm has no bfloat16 functions)
+      f32 = dtypes.float32.vec(dt.count)
+      return self.cast(self.math(fn, self.cast(x, dt, f32), f32), f32, dt)
     if fn == "exp2" and dt.count > 1 and dt.scalar() == dtypes.float32:
       self.helpers.add(vexp2(dt.count))
       return self.ins(f"call {t} @tc.exp2.v{dt.count}({t} {x})")
@@ -316,6 +320,8 @@ class IRWriter:
     if ta == tb and (sa == sb or not dtypes.is_float(sa)): return x  # int32 <-> uint32: the same bits
     if sb == dtypes.bool: return self.ins(f"{'fcmp une' if dtypes.is_float(sa) else 'icmp ne'} {ta} {x}, {const(0, a)}")
     fa, fb = dtypes.is_float(sa), dtypes.is_float(sb)
+    if dtypes.bfloat16 in (sa, sb) and fa and fb and dtypes.float32 not in (sa, sb):  # through float: LLVM converts bfloat only to and from float
+      return self.cast(self.cast(x, a, f32 := dtypes.float32.vec(a.count)), f32, b)
     if fa and fb: ins = "fpext" if sa.itemsize < sb.itemsize else "fptrunc"
     elif fa: ins = "fptoui" if dtypes.is_unsigned(sb) else "fptosi"
     elif fb: ins = "uitofp" if kind(sa) in "ub" else "sitofp"

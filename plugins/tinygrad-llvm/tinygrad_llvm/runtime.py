@@ -139,6 +139,7 @@ class LLVMProgram(Program):
 # *** the device's parts, as Backend's factories (device, n) ***
 def allocator(device: str, idx: int) -> LLVMAllocator: return LLVMAllocator()
 def renderer(device: str, idx: int) -> LLVMRenderer:
-  return LLVMRenderer(device, vector_widths(), THREADS, getenv("CHUNKS_PER_CORE", 4), getenv("PARALLEL_MIN_WORK", 1 << 18))
+  bf16 = any(f"+{f}" in host()[2].split(",") for f in ("avx512bf16", "avxneconvert"))  # see LLVMRenderer on bfloat16
+  return LLVMRenderer(device, vector_widths(), THREADS, getenv("CHUNKS_PER_CORE", 4), getenv("PARALLEL_MIN_WORK", 1 << 18), bf16)
 def compiler(device: str, idx: int) -> LLVMCompiler: return LLVMCompiler()
 def program(device: str, idx: int) -> type[LLVMProgram]: return LLVMProgram
