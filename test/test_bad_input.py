@@ -19,7 +19,7 @@ def _runnable(dev: str) -> str:
     pytest.skip(f"{dev} cannot run here: {type(e).__name__}: {e}")
   pytest.skip(f"{dev} cannot run here")
 
-@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL"])
+@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL", "LLVM"])
 def anydev(request) -> str:
   return _runnable(request.param)
 
@@ -91,8 +91,8 @@ def test_float_floordiv_mod_match_numpy_and_torch(anydev):
 
 def test_float_floordiv_inexact_divisor(anydev):
   """1 // 0.1 is 9 in numpy and torch (0.1 is a little above a tenth): the remainder must be exact, a - q*b with one
-  rounding. Only a device that fuses the multiply-add (CLANG, through FMA contraction) gets it today."""
-  if anydev != "CLANG":
+  rounding. Only a device that fuses the multiply-add (CLANG and LLVM, through FMA contraction) gets it today."""
+  if anydev not in ("CLANG", "LLVM"):
     pytest.xfail("Tensor.fmod computes a - trunc(a/b)*b with a rounded product: exact only where the device fuses it (no portable FMA op)")
   a, b = np.array([1.0, 0.3, -0.3], np.float32), np.array([0.1, 0.1, 0.1], np.float32)
   with np.errstate(divide="ignore", invalid="ignore"): ref = a // b
@@ -135,7 +135,7 @@ def test_int_alu_edges(dt):
   bits = np.dtype(dt).itemsize * 8
   sh = (np.abs(b.astype(np.int64)) % bits).astype(dt)
   results = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y, s = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev), Tensor(sh, device=dev)
     except pytest.skip.Exception: continue
     out = {op: f(x, y).numpy() for op, f in INT_TENSOR_OPS.items()}
@@ -175,7 +175,7 @@ def test_float_alu_edges(dt):
   e = _float_edges(dt)
   a, b = np.repeat(e, len(e)), np.tile(e, len(e))
   per_dev = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev)
     except pytest.skip.Exception: continue
     per_dev[dev] = ({op: f(x, y).numpy() for op, (f, _) in FLOAT_BINARY.items()}, {op: f(x).numpy() for op, (f, _) in FLOAT_UNARY.items()})

@@ -294,7 +294,7 @@ class IRWriter:
       else: c = self.ins(f"icmp {'ugt' if k == 'u' else 'sgt'} {t} {a[0]}, {a[1]}")
       return self.ins(f"select {bt} {c}, {t} {a[0]}, {t} {a[1]}")
     if op is Ops.NEG:
-      if k == "f": return self.ins(f"fneg {t} {a[0]}")
+      if k == "f": return self.ins(f"fneg contract {t} {a[0]}")
       return self.ins(f"xor {t} {a[0]}, {const(True, sdt)}" if k == "b" else f"sub {t} {const(0, sdt)}, {a[0]}")
     if op is Ops.RECIP: return self.ins(f"{'fdiv' if k == 'f' else 'sdiv' if k == 's' else 'udiv'} {t} {const(1, sdt)}, {a[0]}")
     if op in INTRINSIC: return self.math(INTRINSIC[op], a[0], sdt)
