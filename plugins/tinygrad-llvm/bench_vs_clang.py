@@ -69,6 +69,7 @@ def main() -> None:
   print("\n| compile (CNN train step, cold cache) | kernels | total | per kernel |\n|---|---|---|---|")
   for dev in DEVICES:
     c = compile_time(dev)
-    print(f"| {dev} | {c['kernels']} | {c['seconds']:.2f} s | {c['seconds']/max(1, c['kernels'])*1e3:.1f} ms |" if "error" not in c else f"| {dev} | {c['error']} | | |")
+    if "error" in c: print(f"| {dev} | {c['error']} | | |")
+    else: print(f"| {dev} | {c['kernels']} | {c['seconds']:.2f} s | {c['seconds'] / max(1, c['kernels']) * 1e3:.1f} ms |")
 
 if __name__ == "__main__": main()

@@ -84,7 +84,8 @@ def vexp2(n: int) -> str:
   for k in range(6, -1, -1):
     body += [f"%m{k} = fmul contract {f} {prev}, %f", f"%p{k} = fadd contract {f} %m{k}, {c(EXP2_TAYLOR[k])}"]
     prev = f"%p{k}"
-  for h in ("1", "2"): body += [f"%e{h} = add {i} %i{h}, splat (i32 127)", f"%b{h} = shl {i} %e{h}, splat (i32 23)", f"%s{h} = bitcast {i} %b{h} to {f}"]
+  for h in ("1", "2"):  # 2^(i{h}) built from its exponent bits
+    body += [f"%e{h} = add {i} %i{h}, splat (i32 127)", f"%b{h} = shl {i} %e{h}, splat (i32 23)", f"%s{h} = bitcast {i} %b{h} to {f}"]
   body += [f"%q = fmul {f} %p0, %s1", f"%q2 = fmul {f} %q, %s2", f"%nan = fcmp uno {f} %x, %x", f"%out = select <{n} x i1> %nan, {f} %x, {f} %q2",
            f"ret {f} %out"]
   return f"define internal {f} @tc.exp2.v{n}({f} %x) alwaysinline {{\n" + "\n".join("  " + b for b in body) + "\n}"
@@ -329,5 +330,6 @@ class IRWriter:
     return self.ins(f"{ins} {ta} {x} to {tb}")
 
   def bitcast(self, x: str, a: DType, b: DType) -> str:
-    if dtypes.bool in (a.scalar(), b.scalar()): return self.cast(x, a, b) if a.scalar() == dtypes.bool else self.ins(f"trunc {ltype(a)} {x} to {ltype(b)}")
+    if a.scalar() == dtypes.bool: return self.cast(x, a, b)  # a byte holding 0 or 1
+    if b.scalar() == dtypes.bool: return self.ins(f"trunc {ltype(a)} {x} to {ltype(b)}")
     return x if ltype(a) == ltype(b) else self.ins(f"bitcast {ltype(a)} {x} to {ltype(b)}")
