@@ -121,12 +121,16 @@ class LLVMProgram(Program):
     return functools.partial(self._run_chunks, self.fxn, args, self.chunks)
   @staticmethod
   def _run_chunks(fxn: Callable[..., None], args: list[Any], chunks: int) -> None:
-    counter = itertools.count()
+    # the caller waits for the chunks, not for the helpers: a helper the OS has not scheduled yet (the machine is busy)
+    # finds no chunk left when it runs, and delays nothing (next() on a count is atomic under the GIL)
+    taken, done, finished = itertools.count(), itertools.count(1), threading.Event()
     def work() -> None:
-      while (c := next(counter)) < chunks: fxn(*args, c, chunks)
-    helpers = [pool().submit(work) for _ in range(min(THREADS, chunks) - 1)]
+      while (c := next(taken)) < chunks:
+        fxn(*args, c, chunks)
+        if next(done) == chunks: finished.set()
+    for _ in range(min(THREADS, chunks) - 1): pool().submit(work)
     work()
-    for h in helpers: h.result()
+    finished.wait()
   def __call__(self, *bufs: Any, global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] | None = None,
                vals: Sequence[int] = (), wait: bool = False) -> float | None:
     st = time.perf_counter()
