@@ -116,3 +116,15 @@ def test_tensor_matches_numpy_on_llvm():
   got = (Tensor(a, device="LLVM") @ Tensor(b, device="LLVM")).relu().exp().sum(axis=1).numpy()
   ref = np.exp(np.maximum(a.astype(np.float64) @ b, 0)).sum(1)
   np.testing.assert_allclose(got, ref, rtol=1e-4)
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32])
+def test_constant_beyond_range_is_infinity(dt):
+  # a float64 constant folded into a half or float kernel may exceed the dtype's range: it is that dtype's inf, as numpy
+  from tinygrad_llvm.renderer import literal
+  np_dt = np.float16 if dt == dtypes.float16 else np.float32
+  for x in (1e300, -1e300):
+    with np.errstate(over="ignore"): want = np_dt(x)
+    bits = literal(x, dt)
+    if dt == dtypes.float16: got = np.array(int(bits[3:], 16), np.uint16).view(np.float16)
+    else: got = np.float32(np.frombuffer(bytes.fromhex(bits[2:]), ">f8")[0])
+    assert got == want, (bits, got, want)

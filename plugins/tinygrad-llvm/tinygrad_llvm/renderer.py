@@ -41,9 +41,10 @@ def ltype(dt: DType, mem: bool = False) -> str:
 
 def literal(x: float | int | bool, dt: DType) -> str:
   """A scalar constant as LLVM writes it: floats by their bits (a float is written as the double of equal value)."""
-  if dt == dtypes.float16: return "0xH" + struct.pack(">e", x).hex().upper()
-  if dt == dtypes.bfloat16: return f"0xR{int(f32_to_bf16(np.array([x], np.float32))[0]):04X}"
-  if dtypes.is_float(dt): return "0x" + struct.pack(">d", float(np.float32(x)) if dt == dtypes.float32 else float(x)).hex().upper()
+  with np.errstate(over="ignore"):  # a constant beyond the dtype's range is its infinity
+    if dt == dtypes.float16: return f"0xH{int(np.array(x, np.float16).view(np.uint16)):04X}"
+    if dt == dtypes.bfloat16: return f"0xR{int(f32_to_bf16(np.array([x], np.float32))[0]):04X}"
+    if dtypes.is_float(dt): return "0x" + struct.pack(">d", float(np.float32(x)) if dt == dtypes.float32 else float(x)).hex().upper()
   if dt == dtypes.bool: return "true" if x else "false"
   bits = 8 * dt.itemsize
   v = int(x) & ((1 << bits) - 1)
@@ -124,7 +125,7 @@ class LLVMRenderer(Renderer):
   vectors of the host's widths, no local ids. `threads` > 1 lets it cut the outer loop into threads*chunks_per_core pieces."""
   # read by the code generator: which ops stay whole vectors and which element dtypes vectors may have (int32/uint32
   # too: the random-number kernels are then vector code, 10x less IR to optimize and faster than scalar code)
-  vector_alu = frozenset(GroupOp.ALU)
+  vector_alu = frozenset(GroupOp.ALU - {Ops.IDIV, Ops.MOD})  # integer divisions get the core's guard lane by lane
   vector_dtypes = (dtypes.float32, dtypes.int32, dtypes.uint32)
   def __init__(self, device: str = "LLVM", vector_widths: tuple[int, ...] = (4,), threads: int = 1, chunks_per_core: int = 4,
                min_work: int = 1 << 18, bfloat16: bool = False):
