@@ -2,7 +2,7 @@
 # Every test of the project, as CI runs it: the pytest suites of the core, the plugins and the conformance suite's own
 # self-tests; the core suite again without optimizations (NOOPT=1) and a subset with BEAM search (BEAM=2), so no result
 # depends on the optimizations chosen; then the conformance suite against every backend: run for real where the
-# hardware is here (CLANG, PYTHON, OPENCL on PoCL, WEBGPU on lavapipe), on emulated hardware (MOCKGPU=1) for CUDA, AMD and METAL, compile-only
+# hardware is here (CLANG, PYTHON, OPENCL on PoCL, WEBGPU on lavapipe, LLVM), on emulated hardware (MOCKGPU=1) for CUDA, AMD and METAL, compile-only
 # for NV. Any failure stops the script with a non-zero exit code.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,7 +18,7 @@ echo "=== pytest BEAM=2: search on matmul, conv, layernorm and batchnorm kernels
 BEAM=2 TINYCORE_CACHE_DIR="$BEAM_CACHE" "$PY" -m pytest -q -n 2 -p no:cacheprovider test/test_beam.py \
   test/test_tensor_nn.py::test_matmul test/test_tensor_nn.py::test_layernorm test/test_nn.py::test_layernorm \
   test/test_nn.py::test_layernorm2d test/test_nn.py::test_batchnorm1d_no_affine
-for dev in CLANG PYTHON OPENCL WEBGPU; do
+for dev in CLANG PYTHON OPENCL LLVM WEBGPU; do
   echo "=== conformance $dev"
   "$PY" -m tinycore_conformance "$dev"
 done

@@ -20,7 +20,7 @@ def _runnable(dev: str) -> str:
     pytest.skip(f"{dev} cannot run here: {type(e).__name__}: {e}")
   pytest.skip(f"{dev} cannot run here")
 
-@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL"])
+@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL", "LLVM"])
 def anydev(request) -> str:
   return _runnable(request.param)
 
@@ -154,7 +154,7 @@ def test_int_alu_edges(dt):
   bits = np.dtype(dt).itemsize * 8
   sh = (np.abs(b.astype(np.int64)) % bits).astype(dt)
   results = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y, s = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev), Tensor(sh, device=dev)
     except pytest.skip.Exception: continue
     out = {op: f(x, y).numpy() for op, f in INT_TENSOR_OPS.items()}
@@ -194,7 +194,7 @@ def test_float_alu_edges(dt):
   e = _float_edges(dt)
   a, b = np.repeat(e, len(e)), np.tile(e, len(e))
   per_dev = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev)
     except pytest.skip.Exception: continue
     per_dev[dev] = ({op: f(x, y).numpy() for op, (f, _) in FLOAT_BINARY.items()}, {op: f(x).numpy() for op, (f, _) in FLOAT_UNARY.items()})
