@@ -9,7 +9,7 @@ from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, floats, axis_of, dtype_of, DTYPES
+from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, DTYPES
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 
@@ -17,7 +17,7 @@ def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + 
 def Reshape(x: Tensor, shape_input: Tensor | None = None, /, *, shape: list[int] | None = None, allowzero: int = 0,
             consumed_inputs: list[int] | None = None) -> Tensor:
   """A 0 in the shape copies the input's dim there (unless allowzero); one -1 is inferred."""
-  s = ints(shape_input, shape)
+  s = int_list(shape_input, shape)
   return x.reshape([x.shape[i] if d == 0 and not allowzero else d for i, d in enumerate(s)])
 
 @onnx_op()
@@ -30,13 +30,13 @@ def Transpose(x: Tensor, /, *, perm: list[int] | None = None) -> Tensor: return 
 
 @onnx_op()
 def Squeeze(x: Tensor, axes_input: Tensor | None = None, /, *, axes: list[int] | None = None) -> Tensor:
-  ax = ints(axes_input, axes)
+  ax = int_list(axes_input, axes)
   drop = {axis_of(a, x.ndim) for a in ax} if ax else {i for i, s in enumerate(x.shape) if s == 1}
   return x.reshape([s for i, s in enumerate(x.shape) if i not in drop])
 
 @onnx_op()
 def Unsqueeze(x: Tensor, axes_input: Tensor | None = None, /, *, axes: list[int] | None = None) -> Tensor:
-  n = x.ndim + len(ax := ints(axes_input, axes))
+  n = x.ndim + len(ax := int_list(axes_input, axes))
   new, dims = {axis_of(a, n) for a in ax}, iter(x.shape)
   return x.reshape([1 if i in new else next(dims) for i in range(n)])
 
@@ -49,7 +49,7 @@ def Split(x: Tensor, split_input: Tensor | None = None, /, *, axis: int = 0, spl
           _noutputs: int = 1) -> tuple[Tensor, ...]:
   """Sizes from the input (13 on) or attribute (before 13); else num_outputs parts (the last smaller, 18 on), else as
   many equal parts as the node has outputs."""
-  a, sizes = axis_of(axis, x.ndim), ints(split_input, split)
+  a, sizes = axis_of(axis, x.ndim), int_list(split_input, split)
   if not sizes:
     n = num_outputs or _noutputs
     each = -(-x.shape[a] // n)
@@ -60,8 +60,8 @@ def Split(x: Tensor, split_input: Tensor | None = None, /, *, axis: int = 0, spl
 def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | None = None, axes_input: Tensor | None = None,
           steps_input: Tensor | None = None, /, *, starts: list[int] | None = None, ends: list[int] | None = None, axes: list[int] | None = None) -> Tensor:
   """Bounds clamp as Python's slices do; a negative step walks backwards."""
-  st, en = ints(starts_input, starts), ints(ends_input, ends)
-  ax, sp = ints(axes_input, axes) or list(range(len(st))), ints(steps_input) or [1] * len(st)
+  st, en = int_list(starts_input, starts), int_list(ends_input, ends)
+  ax, sp = int_list(axes_input, axes) or list(range(len(st))), int_list(steps_input) or [1] * len(st)
   sl: list[Any] = [slice(None)] * x.ndim
   for a, s, e, p in zip(ax, st, en, sp): sl[axis_of(a, x.ndim)] = slice(*slice(s, e, p).indices(x.shape[axis_of(a, x.ndim)]))
   for i, s in enumerate(sl):
@@ -73,7 +73,9 @@ def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | No
 @onnx_op()
 def Gather(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:
   a = axis_of(axis, x.ndim)
-  return x[(slice(None),) * a + (_wrap(idx, x.shape[a]),)]
+  # a 0-d index goes in as a 1-d one: Tensor indexing with a 0-d Tensor fails when it leaves no dims (reshape())
+  out = x[(slice(None),) * a + (_wrap(idx.reshape(-1) if idx.ndim == 0 else idx, x.shape[a]),)]
+  return out.reshape(x.shape[:a] + x.shape[a + 1:]) if idx.ndim == 0 else out
 
 @onnx_op()
 def GatherElements(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:
@@ -122,11 +124,11 @@ def _broadcast(a: tuple[int, ...], b: list[int]) -> tuple[int, ...]:
 
 @onnx_op()
 def Expand(x: Tensor, shape: Tensor, /) -> Tensor:
-  out = _broadcast(x.shape, ints(shape))
+  out = _broadcast(x.shape, int_list(shape))
   return x.reshape((1,) * (len(out) - x.ndim) + x.shape).expand(out)
 
 @onnx_op()
-def Tile(x: Tensor, repeats: Tensor, /) -> Tensor: return x.repeat(ints(repeats))
+def Tile(x: Tensor, repeats: Tensor, /) -> Tensor: return x.repeat(int_list(repeats))
 
 _PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}
 
@@ -134,8 +136,8 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
 def Pad(x: Tensor, pads_input: Tensor | None = None, value_input: Tensor | None = None, axes_input: Tensor | None = None, /, *,
         mode: str = "constant", pads: list[int] | None = None, paddings: list[int] | None = None, value: float = 0.0) -> Tensor:
   """pads lists every begin then every end, for `axes` (18 on) or for all dims."""
-  p = ints(pads_input, pads if pads is not None else paddings)
-  ax = [axis_of(a, x.ndim) for a in ints(axes_input, list(range(x.ndim)))]
+  p = int_list(pads_input, pads if pads is not None else paddings)
+  ax = [axis_of(a, x.ndim) for a in int_list(axes_input, list(range(x.ndim)))]
   per = [(0, 0)] * x.ndim
   for i, a in enumerate(ax): per[a] = (p[i], p[i + len(ax)])
   v = floats(value_input, value) if value_input is None or value_input.numel() else value
@@ -179,7 +181,7 @@ def Constant(*, value: Tensor | None = None, value_float: float | None = None, v
 @onnx_op()
 def ConstantOfShape(shape: Tensor, /, *, value: Tensor | None = None) -> Tensor:
   fill, dt = (value.reshape(()).item(), value.dtype) if value is not None else (0.0, dtypes.float32)
-  return Tensor.full(tuple(ints(shape)), fill, dtype=dt, device=shape.device)
+  return Tensor.full(tuple(int_list(shape)), fill, dtype=dt, device=shape.device)
 
 @onnx_op()
 def Range(start: Tensor, limit: Tensor, delta: Tensor, /) -> Tensor:

@@ -10,7 +10,7 @@ from typing import Callable
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, axis_of
+from tinycore.nn.onnx.tensors import ints, int_list, axis_of
 
 def _max_value(x: Tensor, sign: int) -> float: return sign * (math.inf if dtypes.is_float(x.dtype) else dtypes.max(x.dtype) if sign > 0 else -dtypes.min(x.dtype))
 
@@ -30,7 +30,7 @@ _REDUCTIONS: dict[str, tuple[Callable[[Tensor, tuple[int, ...]], Tensor], Callab
 def _reduction(name: str) -> None:
   fn, identity = _REDUCTIONS[name]
   def impl(x: Tensor, axes_input: Tensor | None = None, /, *, axes: list[int] | None = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Tensor:
-    ax = ints(axes_input, axes)
+    ax = int_list(axes_input, axes)
     if not ax and noop_with_empty_axes: return x
     red = tuple(sorted({axis_of(a, x.ndim) for a in ax})) if ax else tuple(range(x.ndim))
     if any(x.shape[a] == 0 for a in red):

@@ -36,8 +36,8 @@ def tensor_from_proto(t: onnx.TensorProto, device: str, what: str) -> Tensor:
   from onnx import numpy_helper
   dt = dtype_of(t.data_type, what)
   arr = numpy_helper.to_array(t)
-  if dt == dtypes.bfloat16: return Tensor(np.ascontiguousarray(arr).view(np.uint16), device=device).bitcast(dtypes.bfloat16)
-  return Tensor(np.ascontiguousarray(arr), device=device, dtype=dt)
+  if dt == dtypes.bfloat16: return Tensor(np.array(arr, order="C").view(np.uint16), device=device).bitcast(dtypes.bfloat16)
+  return Tensor(np.array(arr, order="C"), device=device, dtype=dt)  # not ascontiguousarray: it makes a 0-d array 1-d
 
 class Graph:
   """The nodes of one ONNX graph, each with its implementation and attributes, checked when the model loads."""

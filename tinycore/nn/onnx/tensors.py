@@ -26,6 +26,11 @@ def ints(t: Tensor | None, default: Any = None) -> Any:
   v = t.tolist()
   return [int(x) for x in v] if isinstance(v, list) else int(v)
 
+def int_list(t: Tensor | None, default: Any = None) -> Any:
+  """ints(), with a 0-d Tensor as a list of one (some exporters give a scalar where ONNX says 1-d)."""
+  v = ints(t, default)
+  return [v] if isinstance(v, int) else v
+
 def floats(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d Tensor as a Python float or list of floats (`default` for an absent input)."""
   if t is None: return default
