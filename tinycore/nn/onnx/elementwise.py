@@ -78,7 +78,12 @@ def IsInf(x: Tensor, /, *, detect_negative: int = 1, detect_positive: int = 1) -
 @onnx_op()
 def Mod(a: Tensor, b: Tensor, /, *, fmod: int = 0) -> Tensor: return a.fmod(b) if fmod else a.mod(b)
 @onnx_op(values={"direction": ("LEFT", "RIGHT")})
-def BitShift(a: Tensor, b: Tensor, /, *, direction: str) -> Tensor: return a.lshift(b) if direction == "LEFT" else a.rshift(b)
+def BitShift(a: Tensor, b: Tensor, /, *, direction: str) -> Tensor:
+  """A shift by a negative amount or by the width or more gives 0 (or -1, shifting a negative number right), as ONNX says."""
+  out_of_range = (b < 0) | (b >= 8 * a.dtype.itemsize)
+  safe = out_of_range.where(0, b)
+  if direction == "LEFT": return out_of_range.where(0, a.lshift(safe))
+  return out_of_range.where((a < 0).where(-1, 0).cast(a.dtype) if not dtypes.is_unsigned(a.dtype) else 0, a.rshift(safe))
 @onnx_op()
 def Where(cond: Tensor, a: Tensor, b: Tensor, /) -> Tensor: return cond.where(a, b)
 

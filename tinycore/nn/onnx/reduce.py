@@ -91,7 +91,8 @@ def TopK(x: Tensor, k_input: Tensor | None = None, /, *, axis: int = -1, k: int 
   values, indices = x.topk(kk[0] if isinstance(kk, list) else kk, dim=axis, largest=bool(largest))
   return values, indices.cast(dtypes.int64)
 
-@onnx_op()
+@onnx_op(values={"p": (1, 2)})
 def LpNormalization(x: Tensor, /, *, axis: int = -1, p: int = 2) -> Tensor:
+  """A zero norm gives zeros, as ONNX's reference."""
   norm = x.abs().sum(axis, keepdim=True) if p == 1 else (x * x).sum(axis, keepdim=True).sqrt()
-  return x / norm
+  return (norm == 0).where(0, x / norm).cast(x.dtype)

@@ -20,17 +20,18 @@ _TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "alig
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 def _positions(n_in: int, n_out: int, scale: float, mode: str, roi: tuple[float, float]) -> np.ndarray:
-  """The input position of each output index under coordinate transformation `mode`."""
-  j = np.arange(n_out, dtype=np.float64)
+  """The input position of each output index under coordinate transformation `mode`. The resized length in the formulas
+  is n_in * scale, not rounded (as ONNX's reference): it differs from n_out where the scale does not divide evenly."""
+  j, length = np.arange(n_out, dtype=np.float64), n_in * scale
   if mode == "half_pixel": return (j + 0.5) / scale - 0.5
   if mode == "half_pixel_symmetric":
-    adj = n_out / (scale * n_in)
+    adj = n_out / length
     return n_in / 2 * (1 - adj) + (j + 0.5) / scale - 0.5
-  if mode == "pytorch_half_pixel": return (j + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
-  if mode == "align_corners": return j * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(n_out)
+  if mode == "pytorch_half_pixel": return (j + 0.5) / scale - 0.5 if length > 1 else np.zeros(n_out)
+  if mode == "align_corners": return j * (n_in - 1) / (length - 1) if length > 1 else np.zeros(n_out)
   if mode == "asymmetric": return j / scale
   s, e = roi  # tf_crop_and_resize
-  return s * (n_in - 1) + j * (e - s) * (n_in - 1) / (n_out - 1) if n_out > 1 else np.full(n_out, 0.5 * (s + e) * (n_in - 1))
+  return s * (n_in - 1) + j * (e - s) * (n_in - 1) / (length - 1) if length > 1 else np.full(n_out, 0.5 * (s + e) * (n_in - 1))
 
 def _taps(x: np.ndarray, mode: str, nearest_mode: str, a: float) -> tuple[np.ndarray, np.ndarray]:
   """(input indices, weights), each (n_out, taps), before clamping."""

@@ -21,7 +21,7 @@ from tinycore.dtype import DType, dtypes
 from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
-from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control  # noqa: F401  (each registers its ops)
+from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention  # noqa: F401  (each registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
 if TYPE_CHECKING: import onnx
 
@@ -139,7 +139,8 @@ class OnnxRunner:
     if isinstance(value, Tensor):
       if value.dtype != dt: raise DTypeError(f"ONNX input {name!r} is {dt.name}, got a Tensor of {value.dtype.name}")
       t = value.to(self.device) if value.device != self.device else value
-    else: t = Tensor(np.asarray(value, dtype=np.uint16 if dt == dtypes.bfloat16 else None), device=self.device).cast(dt)
+    elif dt == dtypes.bfloat16: t = Tensor(np.asarray(value).astype(np.float32), device=self.device).cast(dt)  # numpy has no bfloat16
+    else: t = Tensor(np.asarray(value), device=self.device).cast(dt)
     if shape is None: return t
     if len(shape) != t.ndim: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
     for i, (want, got) in enumerate(zip(shape, t.shape)):
