@@ -155,10 +155,11 @@ def DepthToSpace(x: Tensor, /, *, blocksize: int, mode: str = "DCR") -> Tensor:
   if mode == "DCR": return x.reshape(b, s, s, c // (s * s), h, w).permute(0, 3, 4, 1, 5, 2).reshape(b, c // (s * s), h * s, w * s)
   return x.reshape(b, c // (s * s), s, s, h, w).permute(0, 1, 4, 2, 5, 3).reshape(b, c // (s * s), h * s, w * s)
 
-@onnx_op()
-def SpaceToDepth(x: Tensor, /, *, blocksize: int) -> Tensor:
+@onnx_op(values={"mode": ("DCR", "CRD")})
+def SpaceToDepth(x: Tensor, /, *, blocksize: int, mode: str = "DCR") -> Tensor:
   (b, c, h, w), s = x.shape, blocksize
-  return x.reshape(b, c, h // s, s, w // s, s).permute(0, 3, 5, 1, 2, 4).reshape(b, c * s * s, h // s, w // s)
+  order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+  return x.reshape(b, c, h // s, s, w // s, s).permute(*order).reshape(b, c * s * s, h // s, w // s)
 
 @onnx_op()
 def Trilu(x: Tensor, k: Tensor | None = None, /, *, upper: int = 1) -> Tensor:

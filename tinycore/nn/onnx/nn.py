@@ -10,7 +10,7 @@ import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import axis_of
+from tinycore.nn.onnx.tensors import axis_of, dtype_of
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -66,16 +66,19 @@ def _pool_args(x: Tensor, kernel_shape: list[int], auto_pad: str, pads: list[int
   k, s, d = _spatial(x, None, kernel_shape, strides, dilations)
   return k, s, d, _torch_pads(_pads(x, k, auto_pad, pads, s, d))
 
-@onnx_op(values={"auto_pad": _AUTO_PAD, "storage_order": (0,)})
+@onnx_op(values={"auto_pad": _AUTO_PAD, "storage_order": (0, 1)})
 def MaxPool(x: Tensor, /, *, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
             pads: list[int] | None = None, storage_order: int = 0, strides: list[int] | None = None, _noutputs: int = 1) -> Tensor | tuple[Tensor, Tensor]:
-  """The second output, where asked for, is each max's index into the whole input, flattened row-major."""
+  """The second output, where asked for, is each max's index into the whole input, flattened row-major (column-major in
+  the spatial dims with storage_order=1)."""
   k, s, d, p = _pool_args(x, kernel_shape, auto_pad, pads, strides, dilations)
   if _noutputs < 2: return x.max_pool2d(k, s, d, p, bool(ceil_mode))
   y, idx = x.max_pool2d(k, s, d, p, bool(ceil_mode), return_indices=True)
+  idx = idx.cast(dtypes.int64)
+  if storage_order: idx = idx % x.shape[-1] * x.shape[-2] + idx // x.shape[-1]
   plane = math.prod(x.shape[2:])
   base = Tensor.arange(x.shape[0] * x.shape[1]).reshape(x.shape[0], x.shape[1], *[1] * len(k)) * plane
-  return y, (idx.cast(dtypes.int64) + base).cast(dtypes.int64)
+  return y, (idx + base).cast(dtypes.int64)
 
 @onnx_op(values={"auto_pad": _AUTO_PAD})
 def AveragePool(x: Tensor, /, *, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
@@ -173,18 +176,21 @@ def DynamicQuantizeLinear(x: Tensor, /) -> tuple[Tensor, Tensor, Tensor]:
   zero = (-lo / scale).round().clip(0, 255).cast(dtypes.uint8)
   return (x / scale).round().add(zero.cast(x.dtype)).clip(0, 255).cast(dtypes.uint8), scale, zero
 
-def _per_axis(t: Tensor, x: Tensor, axis: int) -> Tensor:
-  return t if t.ndim == 0 else t.reshape([-1 if i == axis_of(axis, x.ndim) else 1 for i in range(x.ndim)])
+def _per_axis(t: Tensor, x: Tensor, axis: int, block_size: int = 0) -> Tensor:
+  """A scale or zero point shaped to broadcast with x: a scalar, one per index of axis, or (block_size) one per block of it."""
+  if t.ndim == 0: return t
+  if block_size: return t.repeat_interleave(block_size, dim=axis_of(axis, x.ndim))
+  return t.reshape([-1 if i == axis_of(axis, x.ndim) else 1 for i in range(x.ndim)])
 
 @onnx_op()
 def QuantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, saturate: int = 1, block_size: int = 0,
                    output_dtype: int = 0, precision: int = 0) -> Tensor:
-  dt = zero.dtype if zero is not None else dtypes.uint8
-  z = _per_axis(zero, x, axis).cast(dtypes.float32) if zero is not None else 0
-  y = (x.cast(dtypes.float32) / _per_axis(scale, x, axis).cast(dtypes.float32)).round() + z
+  dt = zero.dtype if zero is not None else dtype_of(output_dtype, "QuantizeLinear output_dtype") if output_dtype else dtypes.uint8
+  z = _per_axis(zero, x, axis, block_size).cast(dtypes.float32) if zero is not None else 0
+  y = (x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)).round() + z
   return y.clip(dtypes.min(dt), dtypes.max(dt)).cast(dt)
 
 @onnx_op()
 def DequantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:
-  xf = x.cast(dtypes.float32) - (_per_axis(zero, x, axis).cast(dtypes.float32) if zero is not None else 0)
-  return (xf * _per_axis(scale, x, axis).cast(dtypes.float32)).cast(scale.dtype)
+  xf = x.cast(dtypes.float32) - (_per_axis(zero, x, axis, block_size).cast(dtypes.float32) if zero is not None else 0)
+  return (xf * _per_axis(scale, x, axis, block_size).cast(dtypes.float32)).cast(scale.dtype)

@@ -21,7 +21,7 @@ from tinycore.dtype import DType, dtypes
 from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
-from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention  # noqa: F401  (each registers its ops)
+from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention, extra  # noqa: F401  (each registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
 if TYPE_CHECKING: import onnx
 
