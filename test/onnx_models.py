@@ -25,7 +25,8 @@ class ResNet18(nn.Module):
       layers += [BasicBlock(cin, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)]
       cin = c
     self.layers, self.fc = nn.Sequential(*layers), nn.Linear(512, classes)
-  def forward(self, x: torch.Tensor) -> torch.Tensor: return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.layers(self.stem(x)), 1), 1))
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.layers(self.stem(x)), 1), 1))
 
 class InvertedResidual(nn.Module):
   def __init__(self, cin: int, cout: int, stride: int, expand: int):

@@ -45,7 +45,8 @@ def test_op_version_outside_the_implemented_range_is_refused():
 
 def test_other_domains_are_refused():
   n = helper.make_node("Binarizer", ["x"], ["y"], name="b", domain="ai.onnx.ml")
-  m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]), opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+  m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]),
+                        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
   with pytest.raises(NotImplementedError, match=r"domain 'ai.onnx.ml'"): OnnxRunner(m)
 
 def test_a_dtype_the_device_does_not_declare_is_named(monkeypatch):
@@ -93,7 +94,8 @@ def test_model_as_path_bytes_tensor_or_proto(tmp_path):
   onnx.save_model(m, str(tmp_path / "m.onnx"))
   data = m.SerializeToString()
   x = np.ones((1, 3), np.float32)
-  outs = [OnnxRunner(src)({"x": x})["z"].numpy() for src in (m, data, str(tmp_path / "m.onnx"), tmp_path / "m.onnx", Tensor(np.frombuffer(data, np.uint8)))]
+  sources = (m, data, str(tmp_path / "m.onnx"), tmp_path / "m.onnx", Tensor(np.frombuffer(data, np.uint8)))
+  outs = [OnnxRunner(src)({"x": x})["z"].numpy() for src in sources]
   for o in outs[1:]: np.testing.assert_array_equal(o, outs[0])
 
 def test_runs_on_the_python_device():

@@ -16,14 +16,15 @@ Attention (version 23 on) in the order ONNX defines it:
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
-from tinycore.dtype import dtypes
+from tinycore.dtype import DType, dtypes
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import axis_of, dtype_of, DTYPES
 
 def _heads(x: Tensor, n: int | None) -> Tensor:
   return x if x.ndim == 4 else x.reshape(x.shape[0], x.shape[1], n, -1).permute(0, 2, 1, 3)
 
-def _bias(q_len: int, kv_len: int, mask: Tensor | None, is_causal: int, past: int, nonpad: Tensor | None, dt, window: tuple[int, int]) -> Tensor | None:
+def _bias(q_len: int, kv_len: int, mask: Tensor | None, is_causal: int, past: int, nonpad: Tensor | None, dt: DType,
+          window: tuple[int, int]) -> Tensor | None:
   """The additive bias (0 or -inf where a float mask does not say otherwise), broadcastable to (batch, heads, q, kv)."""
   bias, offset = None, (nonpad.reshape(-1, 1, 1, 1) - q_len) if nonpad is not None and not past else past
   i, j = Tensor.arange(q_len).reshape(q_len, 1) + offset, Tensor.arange(kv_len).reshape(1, kv_len)

@@ -53,8 +53,7 @@ def Compress(x: Tensor, cond: Tensor, /, *, axis: int | None = None) -> Tensor:
 @onnx_op()
 def ReverseSequence(x: Tensor, lens: Tensor, /, *, batch_axis: int = 1, time_axis: int = 0) -> Tensor:
   """Reverses the first lens[b] steps along time_axis of batch b, the rest stays."""
-  t_len, b_len = x.shape[time_axis], x.shape[batch_axis]
-  t = Tensor.arange(t_len).reshape([-1 if i == time_axis else 1 for i in range(x.ndim)])
+  t = Tensor.arange(x.shape[time_axis]).reshape([-1 if i == time_axis else 1 for i in range(x.ndim)])
   n = lens.cast(dtypes.int32).reshape([-1 if i == batch_axis else 1 for i in range(x.ndim)])
   idx = (t < n).where(n - 1 - t, t).expand(x.shape)
   return x.gather(time_axis, idx)
@@ -91,7 +90,8 @@ def ConvInteger(x: Tensor, w: Tensor, x_zero: Tensor | None = None, w_zero: Tens
   return Conv(xi, wi, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides)
 
 @onnx_op()
-def QLinearMatMul(a: Tensor, a_scale: Tensor, a_zero: Tensor, b: Tensor, b_scale: Tensor, b_zero: Tensor, y_scale: Tensor, y_zero: Tensor, /) -> Tensor:
+def QLinearMatMul(a: Tensor, a_scale: Tensor, a_zero: Tensor, b: Tensor, b_scale: Tensor, b_zero: Tensor, y_scale: Tensor, y_zero: Tensor,
+                  /) -> Tensor:
   """(a - a_zero) * a_scale @ (b - b_zero) * b_scale, requantized to y's scale and zero point (rounding half to even)."""
   af = (a.cast(dtypes.float32) - a_zero.cast(dtypes.float32)) * a_scale.cast(dtypes.float32)
   bf = (b.cast(dtypes.float32) - b_zero.cast(dtypes.float32)) * b_scale.cast(dtypes.float32)

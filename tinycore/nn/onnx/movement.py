@@ -58,7 +58,8 @@ def Split(x: Tensor, split_input: Tensor | None = None, /, *, axis: int = 0, spl
 
 @onnx_op()
 def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | None = None, axes_input: Tensor | None = None,
-          steps_input: Tensor | None = None, /, *, starts: list[int] | None = None, ends: list[int] | None = None, axes: list[int] | None = None) -> Tensor:
+          steps_input: Tensor | None = None, /, *, starts: list[int] | None = None, ends: list[int] | None = None,
+          axes: list[int] | None = None) -> Tensor:
   """Bounds clamp as Python's slices do; a negative step walks backwards."""
   st, en = int_list(starts_input, starts), int_list(ends_input, ends)
   ax, sp = int_list(axes_input, axes) or list(range(len(st))), int_list(steps_input) or [1] * len(st)

@@ -68,7 +68,8 @@ def _pool_args(x: Tensor, kernel_shape: list[int], auto_pad: str, pads: list[int
 
 @onnx_op(values={"auto_pad": _AUTO_PAD, "storage_order": (0, 1)})
 def MaxPool(x: Tensor, /, *, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
-            pads: list[int] | None = None, storage_order: int = 0, strides: list[int] | None = None, _noutputs: int = 1) -> Tensor | tuple[Tensor, Tensor]:
+            pads: list[int] | None = None, storage_order: int = 0, strides: list[int] | None = None,
+            _noutputs: int = 1) -> Tensor | tuple[Tensor, Tensor]:
   """The second output, where asked for, is each max's index into the whole input, flattened row-major (column-major in
   the spatial dims with storage_order=1)."""
   k, s, d, p = _pool_args(x, kernel_shape, auto_pad, pads, strides, dilations)

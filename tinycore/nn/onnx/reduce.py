@@ -12,7 +12,8 @@ from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import ints, int_list, axis_of
 
-def _max_value(x: Tensor, sign: int) -> float: return sign * (math.inf if dtypes.is_float(x.dtype) else dtypes.max(x.dtype) if sign > 0 else -dtypes.min(x.dtype))
+def _max_value(x: Tensor, sign: int) -> float:
+  return sign * (math.inf if dtypes.is_float(x.dtype) else dtypes.max(x.dtype) if sign > 0 else -dtypes.min(x.dtype))
 
 _REDUCTIONS: dict[str, tuple[Callable[[Tensor, tuple[int, ...]], Tensor], Callable[[Tensor], float]]] = {
   "ReduceSum": (lambda x, a: x.sum(a, keepdim=True), lambda x: 0),
@@ -29,7 +30,8 @@ _REDUCTIONS: dict[str, tuple[Callable[[Tensor, tuple[int, ...]], Tensor], Callab
 
 def _reduction(name: str) -> None:
   fn, identity = _REDUCTIONS[name]
-  def impl(x: Tensor, axes_input: Tensor | None = None, /, *, axes: list[int] | None = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Tensor:
+  def impl(x: Tensor, axes_input: Tensor | None = None, /, *, axes: list[int] | None = None, keepdims: int = 1,
+           noop_with_empty_axes: int = 0) -> Tensor:
     ax = int_list(axes_input, axes)
     if not ax and noop_with_empty_axes: return x
     red = tuple(sorted({axis_of(a, x.ndim) for a in ax})) if ax else tuple(range(x.ndim))
@@ -50,7 +52,8 @@ def _arg(x: Tensor, axis: int, keepdims: int, select_last_index: int, largest: b
   return (x.shape[a] - 1 - i if select_last_index else i).cast(dtypes.int64)
 
 @onnx_op()
-def ArgMax(x: Tensor, /, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Tensor: return _arg(x, axis, keepdims, select_last_index, True)
+def ArgMax(x: Tensor, /, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Tensor:
+  return _arg(x, axis, keepdims, select_last_index, True)
 @onnx_op()
 def ArgMin(x: Tensor, /, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Tensor:
   return _arg(x, axis, keepdims, select_last_index, False)
@@ -61,7 +64,9 @@ def _softmax_like(x: Tensor, axis: int, fn: Callable[[Tensor, int], Tensor], fla
   a = axis_of(axis, x.ndim)
   return fn(x.reshape(math.prod(x.shape[:a]), -1), 1).reshape(x.shape)
 
-def _hardmax(x: Tensor, axis: int) -> Tensor: return (x.argmax(axis, keepdim=True) == Tensor.arange(x.shape[axis]).reshape([-1] + [1] * (x.ndim - axis_of(axis, x.ndim) - 1))).cast(x.dtype)
+def _hardmax(x: Tensor, axis: int) -> Tensor:
+  where = Tensor.arange(x.shape[axis]).reshape([-1] + [1] * (x.ndim - axis_of(axis, x.ndim) - 1))
+  return (x.argmax(axis, keepdim=True) == where).cast(x.dtype)
 
 @onnx_op(since=1)
 def Softmax(x: Tensor, /, *, axis: int = 1) -> Tensor: return _softmax_like(x, axis, Tensor.softmax, True)
@@ -85,7 +90,8 @@ def CumSum(x: Tensor, axis: Tensor, /, *, exclusive: int = 0, reverse: int = 0) 
   return (out.flip(a) if reverse else out).cast(x.dtype)
 
 @onnx_op()
-def TopK(x: Tensor, k_input: Tensor | None = None, /, *, axis: int = -1, k: int | None = None, largest: int = 1, sorted: int = 1) -> tuple[Tensor, Tensor]:
+def TopK(x: Tensor, k_input: Tensor | None = None, /, *, axis: int = -1, k: int | None = None, largest: int = 1,
+         sorted: int = 1) -> tuple[Tensor, Tensor]:
   """Version 1 takes k as an attribute, later versions as an input; ties keep the lower index first."""
   kk = ints(k_input, k)
   values, indices = x.topk(kk[0] if isinstance(kk, list) else kk, dim=axis, largest=bool(largest))

@@ -5,13 +5,14 @@ An implementation is a plain function named after the op, registered with `@onnx
 - its keyword-only parameters are the attributes it understands, with ONNX's defaults;
 - it returns a Tensor, or a tuple of Tensors for an op with several outputs;
 - keyword-only parameters named with a leading underscore are not attributes: the runner fills `_noutputs` (how many
-  outputs the node asks for) and `_version` (the op version in effect) and `_scope` (the values a subgraph sees) where an implementation declares them.
+  outputs the node asks for), `_version` (the op version in effect) and `_scope` (the values a subgraph sees) where
+  an implementation declares them.
 The rules a node is checked against when a model is loaded (never in the middle of a run):
 - the op's version in effect is the newest version of the op (per ONNX's schemas) at or below the model's opset for the
   op's domain; the implementation used is the one registered with the largest `since` at or below that version, and an
   op with none, or whose version is newer than `until`, is not supported;
 - every attribute the node sets must be a keyword-only parameter of the implementation, and where `values` names the
-  values an attribute may take, the node's value must be one of them.
+  values an attribute may take, the node's value (each item of a list value) must be one of them.
 Anything else raises NotImplementedError naming the op, its version, the model's opset and the node."""
 from __future__ import annotations
 import dataclasses, inspect
@@ -27,7 +28,8 @@ class OpImpl:
   values: dict[str, tuple[Any, ...]]
   @property
   def attributes(self) -> tuple[str, ...]:
-    return tuple(p.name for p in inspect.signature(self.fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY and not p.name.startswith("_"))
+    params = inspect.signature(self.fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and not p.name.startswith("_"))
   @property
   def private(self) -> tuple[str, ...]:
     """The keyword-only parameters the runner fills (named with a leading underscore)."""
@@ -64,8 +66,9 @@ def find(op_type: str, domain: str, opset: int, node_name: str, attrs: dict[str,
   if impl is None or (impl.until is not None and version > impl.until):
     raise NotImplementedError(f"{where}: tinycore implements {op_type} versions {versions(op_type)} only")
   for a, v in attrs.items():
-    if a not in impl.attributes: raise NotImplementedError(f"{where}: attribute {a!r} is not supported (supported: {', '.join(impl.attributes) or 'none'})")
-    if a in impl.values and v not in impl.values[a]:
+    if a not in impl.attributes:
+      raise NotImplementedError(f"{where}: attribute {a!r} is not supported (supported: {', '.join(impl.attributes) or 'none'})")
+    if a in impl.values and any(x not in impl.values[a] for x in (v if isinstance(v, list) else [v])):
       raise NotImplementedError(f"{where}: {a}={v!r} is not supported (supported: {', '.join(map(repr, impl.values[a]))})")
   return impl
 

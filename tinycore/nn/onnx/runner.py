@@ -21,14 +21,15 @@ from tinycore.dtype import DType, dtypes
 from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
-from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention, extra  # noqa: F401  (each registers its ops)
+from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention, extra, recurrent  # noqa: F401  (each registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
 if TYPE_CHECKING: import onnx
 
 def import_onnx() -> Any:
   """The onnx package, or an ImportError saying how to install it."""
   try: import onnx
-  except ImportError as e: raise ImportError("tinycore.nn.onnx parses models with the onnx package: pip install 'tinycore[onnx]' (or pip install onnx)") from e
+  except ImportError as e:
+    raise ImportError("tinycore.nn.onnx parses models with the onnx package: pip install 'tinycore[onnx]' (or pip install onnx)") from e
   return onnx
 
 def tensor_from_proto(t: onnx.TensorProto, device: str, what: str) -> Tensor:
@@ -50,7 +51,8 @@ class Graph:
     for vi in [*g.input, *g.output, *g.value_info]:
       if vi.type.HasField("tensor_type"): self._check_dtype(dtype_of(vi.type.tensor_type.elem_type, f"value {vi.name!r}"), f"value {vi.name!r}")
       elif vi.type.WhichOneof("value") is not None:
-        raise NotImplementedError(f"value {vi.name!r} is a {vi.type.WhichOneof('value')}: only tensors are supported (no sequences, maps or optionals)")
+        kind = vi.type.WhichOneof('value')
+        raise NotImplementedError(f"value {vi.name!r} is a {kind}: only tensors are supported (no sequences, maps or optionals)")
     for name, t in self.initializers.items(): self._check_dtype(t.dtype, f"initializer {name!r}")
     known = set(self.initializers) | set(self.inputs) | (outer or set())
     self.nodes: list[tuple[registry.OpImpl, onnx.NodeProto, dict[str, Any], dict[str, Any]]] = []
@@ -60,10 +62,13 @@ class Graph:
       for a in n.attribute:
         if a.type == AttributeProto.GRAPH: attrs[a.name] = Graph(a.g, opset, device, known)
         elif a.type == AttributeProto.TENSOR: attrs[a.name] = tensor_from_proto(a.t, device, f"attribute {a.name} of node {label!r}")
-        elif a.type in (AttributeProto.STRING, AttributeProto.FLOAT, AttributeProto.INT, AttributeProto.FLOATS, AttributeProto.INTS, AttributeProto.STRINGS):
+        elif a.type in (AttributeProto.STRING, AttributeProto.FLOAT, AttributeProto.INT, AttributeProto.FLOATS, AttributeProto.INTS,
+                        AttributeProto.STRINGS):
           v = helper.get_attribute_value(a)
           attrs[a.name] = v.decode() if isinstance(v, bytes) else [s.decode() for s in v] if a.type == AttributeProto.STRINGS else v
-        else: raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {AttributeProto.AttributeType.Name(a.type)} is not supported")
+        else:
+          kind = AttributeProto.AttributeType.Name(a.type)
+          raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {kind} is not supported")
       impl = registry.find(n.op_type, n.domain, opset.get(n.domain or "", opset.get("ai.onnx", 1)), label, attrs)
       if impl.name == "Cast": self._check_dtype(dtype_of(attrs["to"], f"Cast in node {label!r}"), f"Cast target in node {label!r}")
       private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", registry.op_version(n.op_type, "", opset.get("", 1))))
@@ -84,10 +89,11 @@ class Graph:
       if impl.scoped: private = {**private, "_scope": values}
       out = impl.fn(*args, **attrs, **private)
       outs = out if isinstance(out, tuple) else (out,)
-      if len(outs) < len(n.output): raise NotImplementedError(f"ONNX op {n.op_type} in node {n.name!r}: gives {len(outs)} outputs, the node asks for {len(n.output)}")
+      if len(outs) < len(n.output):
+        raise NotImplementedError(f"ONNX op {n.op_type} in node {n.name!r}: gives {len(outs)} outputs, the node asks for {len(n.output)}")
       for name, t in zip(n.output, outs):
         if name: values[name] = t
-      if debug: print(f"{n.op_type:>20} {n.name!r}: {', '.join(f'{name} {tuple(t.shape)} {t.dtype.name}' for name, t in zip(n.output, outs) if name)}")
+      if debug: print(f"{n.op_type:>20} {n.name!r}: " + ", ".join(f"{o} {tuple(t.shape)} {t.dtype.name}" for o, t in zip(n.output, outs) if o))
     return values
 
   def to(self, device: str) -> None:
@@ -152,9 +158,10 @@ class OnnxRunner:
   def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
     """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}, not yet realized.
     debug (or DEBUG>=3) prints each node's outputs' shapes."""
-    if (missing := [k for k in self.inputs if k not in inputs]): raise ValueError(f"ONNX model inputs missing: {', '.join(missing)} (it takes {', '.join(self.inputs)})")
-    if (extra := [k for k in inputs if k not in self.inputs and k not in self.graph.initializers]):
-      raise ValueError(f"not inputs of the ONNX model: {', '.join(extra)} (it takes {', '.join(self.inputs)})")
+    if (missing := [k for k in self.inputs if k not in inputs]):
+      raise ValueError(f"ONNX model inputs missing: {', '.join(missing)} (it takes {', '.join(self.inputs)})")
+    if (unknown := [k for k in inputs if k not in self.inputs and k not in self.graph.initializers]):
+      raise ValueError(f"not inputs of the ONNX model: {', '.join(unknown)} (it takes {', '.join(self.inputs)})")
     bound: dict[str, int] = {}
     values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self.inputs}
     values = self.graph.run({**values, **{k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self.inputs}},
