@@ -25,7 +25,9 @@ def excluded() -> dict[str, str]:
   return out
 
 def tinygrad_backend() -> type:
-  """tinygrad 0.14's OnnxRunner behind onnx's Backend interface, for the side-by-side count."""
+  """tinygrad 0.14's OnnxRunner behind onnx's Backend interface, for the side-by-side count, on tinygrad's CPU device
+  (clang, as tinycore's CLANG): left to itself tinygrad picks OpenCL here (PoCL), whose compiler is many times slower."""
+  os.environ.setdefault("DEV", "CPU")
   import numpy as np
   from onnx.backend.base import Backend, BackendRep
   from tinygrad import Tensor

@@ -71,7 +71,10 @@ def Shrink(x: Tensor, /, *, bias: float = 0.0, lambd: float = 0.5) -> Tensor:
 def Gelu(x: Tensor, /, *, approximate: str = "none") -> Tensor:
   return x.gelu() if approximate == "tanh" else 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
 @onnx_op()
-def PRelu(x: Tensor, slope: Tensor, /, *, consumed_inputs: list[int] | None = None) -> Tensor: return (x < 0).where(x * slope, x)
+def PRelu(x: Tensor, slope: Tensor, /, *, consumed_inputs: list[int] | None = None, _version: int = 16) -> Tensor:
+  """Before version 7 a 1-d slope of the channel count is per channel (dim 1), as exporters of the time wrote it."""
+  if _version < 7 and slope.ndim == 1 and x.ndim > 2 and slope.shape[0] == x.shape[1]: slope = slope.reshape(-1, *[1] * (x.ndim - 2))
+  return (x < 0).where(x * slope, x)
 @onnx_op()
 def IsInf(x: Tensor, /, *, detect_negative: int = 1, detect_positive: int = 1) -> Tensor:
   return x.isinf(detect_positive=bool(detect_positive), detect_negative=bool(detect_negative))

@@ -54,11 +54,10 @@ def ConvTranspose(x: Tensor, w: Tensor, b: Tensor | None = None, /, *, auto_pad:
       total = ss * (n - 1) + o + (kk - 1) * dd + 1 - t
       per.append((total // 2, total - total // 2) if auto_pad == "SAME_UPPER" else (total - total // 2, total // 2))
   else: per = _pads(x, k, auto_pad, pads, s, d)
-  # a negative end pad makes the output longer: express it as output padding
-  extra = [max(-e, 0) for _, e in per]
-  per = [(bb, max(e, 0)) for bb, e in per]
-  out = x.conv_transpose2d(w, None, groups=group, stride=s, dilation=d, padding=_torch_pads(per), output_padding=[0] * len(k))
-  if any(o or e for o, e in zip(op, extra)): out = out.pad([(0, 0), (0, 0)] + [(0, o + e) for o, e in zip(op, extra)])
+  # the full transposed convolution (no padding), then each end cropped by its pad: a negative pad, or output_padding,
+  # extends the output past every contribution, with zeros
+  full = x.conv_transpose2d(w, None, groups=group, stride=s, dilation=d)
+  out = full.pad([(0, 0), (0, 0)] + [(-pb, o - pe) for (pb, pe), o in zip(per, op)])
   return out if b is None else out + b.reshape(1, -1, *[1] * len(k))
 
 def _pool_args(x: Tensor, kernel_shape: list[int], auto_pad: str, pads: list[int] | None, strides: list[int] | None,
