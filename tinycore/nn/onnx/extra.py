@@ -71,13 +71,21 @@ def CenterCropPad(x: Tensor, shape: Tensor, /, *, axes: list[int] | None = None)
 @onnx_op()
 def MaxUnpool(x: Tensor, idx: Tensor, output_shape: Tensor | None = None, /, *, kernel_shape: list[int], pads: list[int] | None = None,
               strides: list[int] | None = None) -> Tensor:
-  """Each value goes to its MaxPool index (into the whole output, flattened); the rest is zero."""
+  """Each value goes to its MaxPool index (into the whole output, flattened); the rest is zero. The indices count in the
+  shape the pool's input had by default ((n - 1) * stride + kernel - pads): with a different output_shape, each index's
+  coordinates are kept and placed in the larger output."""
   nd = len(kernel_shape)
   s, p = strides or [1] * nd, pads or [0] * (2 * nd)
-  shape = int_list(output_shape) if output_shape is not None else \
-    [*x.shape[:2], *[(n - 1) * st + k - p[i] - p[i + nd] for i, (n, st, k) in enumerate(zip(x.shape[2:], s, kernel_shape))]]
+  default = [*x.shape[:2], *[(n - 1) * st + k - p[i] - p[i + nd] for i, (n, st, k) in enumerate(zip(x.shape[2:], s, kernel_shape))]]
+  shape = int_list(output_shape) if output_shape is not None else default
+  idx = idx.cast(dtypes.int64)
+  if shape != default:
+    rem, flat, stride = idx, idx * 0, 1
+    for dd, od in zip(reversed(default), reversed(shape)):
+      flat, rem, stride = flat + rem % dd * stride, rem // dd, stride * od
+  else: flat = idx
   out = Tensor.zeros(math.prod(shape), dtype=x.dtype)
-  return out.scatter(0, idx.flatten().cast(dtypes.int32), x.flatten()).reshape(shape)
+  return out.scatter(0, flat.flatten().cast(dtypes.int32), x.flatten()).reshape(shape)
 
 @onnx_op()
 def ConvInteger(x: Tensor, w: Tensor, x_zero: Tensor | None = None, w_zero: Tensor | None = None, /, *, auto_pad: str = "NOTSET",
