@@ -6,7 +6,7 @@ VGG-19, ZFNet-512, AlexNet), Simple, PyTorchConverted and PyTorchOperator. Only 
 (the "CUDA" copies are the same models). Every test tinycore does not pass is listed in onnx_excluded.txt with the reason.
 
 `python test/onnx_suite.py [tinycore|tinygrad] [--only REGEX] [--json FILE]` runs the suite and prints the counts per
-set (passed, failed, skipped by the suite itself); docs/onnx.md holds the counts of both from the same run."""
+set (passed, failed, skipped by the suite itself); `--table A.json B.json` prints the side-by-side table docs/onnx.md holds."""
 from __future__ import annotations
 import argparse, contextlib, json, os, pathlib, re, signal, sys, tempfile, time, unittest, warnings
 from typing import Any, Iterator
@@ -93,12 +93,26 @@ def run_one(cls: type, method: str, timeout_s: int = 120) -> tuple[str, str]:
     return "fail", tb[-1][:300]
   return "pass", ""
 
+def table(ours: dict[str, list[Any]], theirs: dict[str, list[Any]]) -> str:
+  """Markdown: per set, tinycore's and tinygrad's passes out of the tests, and the tests only one of them passes."""
+  rows = ["| set | tests | tinycore passes | tinygrad 0.14 passes | only tinycore | only tinygrad |", "| --- | --- | --- | --- | --- | --- |"]
+  for s in SETS.values():
+    names = sorted(n for n, r in ours.items() if r[0] == s and n in theirs)
+    if not names: continue
+    a, b = {n for n in names if ours[n][1] == "pass"}, {n for n in names if theirs[n][1] == "pass"}
+    rows.append(f"| {s} | {len(names)} | {len(a)} | {len(b)} | {len(a - b)} | {len(b - a)} |")
+  return "\n".join(rows)
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("backend", nargs="?", default="tinycore", choices=["tinycore", "tinygrad"])
   ap.add_argument("--only", default="", help="run only tests whose name matches this regex")
   ap.add_argument("--json", help="write {test: [set, status, message, seconds]} here")
+  ap.add_argument("--table", nargs=2, metavar=("TINYCORE_JSON", "TINYGRAD_JSON"), help="print the side-by-side counts of two --json files")
   args = ap.parse_args()
+  if args.table:
+    print(table(*(json.loads(pathlib.Path(p).read_text()) for p in args.table)))
+    return
   results: dict[str, list[Any]] = {}
   with onnx_home():
     for s, cls, m in cpu_tests(suite(backend(args.backend))):
