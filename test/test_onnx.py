@@ -98,11 +98,32 @@ def test_model_as_path_bytes_tensor_or_proto(tmp_path):
   outs = [OnnxRunner(src)({"x": x})["z"].numpy() for src in sources]
   for o in outs[1:]: np.testing.assert_array_equal(o, outs[0])
 
-def test_runs_on_the_python_device():
-  x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
-  out = OnnxRunner(matmul_model((2, 3)), device="PYTHON")({"x": x})["z"]
-  assert out.device == "PYTHON"
-  np.testing.assert_allclose(out.numpy(), np.maximum(x.astype(np.float64) @ (np.arange(12).reshape(3, 4) / 7), 0), rtol=1e-5, atol=1e-6)
+def small_cnn() -> onnx.ModelProto:
+  """Conv, BatchNormalization, Relu, MaxPool, Flatten, Gemm and Softmax with seeded weights."""
+  rng = np.random.default_rng(0)
+  w = {"w": rng.standard_normal((4, 2, 3, 3)), "b": rng.standard_normal(4), "s": rng.uniform(0.5, 1.5, 4), "o": rng.standard_normal(4),
+       "m": rng.standard_normal(4) * 0.1, "v": rng.uniform(0.5, 1.5, 4), "fw": rng.standard_normal((5, 16)), "fb": rng.standard_normal(5)}
+  nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["n"]),
+           helper.make_node("Relu", ["n"], ["r"]), helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+           helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "fw", "fb"], ["g"], transB=1),
+           helper.make_node("Softmax", ["g"], ["y"], axis=-1)]
+  inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()]
+  return model(nodes, [vi("x", shape=(2, 2, 4, 4))], [vi("y", shape=(2, 5))], inits)
+
+# PYTHON interprets every kernel: the matmul model; OPENCL (PoCL here) the CNN
+@pytest.mark.parametrize("device,build,shape", [("PYTHON", lambda: matmul_model((2, 3)), (2, 3)), ("OPENCL", small_cnn, (2, 2, 4, 4))])
+def test_runs_on_other_devices(device, build, shape):
+  ort = pytest.importorskip("onnxruntime")
+  from tinycore import Device
+  try: Device[device]
+  except Exception as e: pytest.skip(f"{device} is not usable here: {e}")
+  m, x = build(), np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+  out = OnnxRunner(m, device=device)({"x": x})
+  name = m.graph.output[0].name
+  assert out[name].device == device
+  ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+  np.testing.assert_allclose(out[name].numpy(), ref, rtol=1e-4, atol=1e-6)
 
 def test_command_line_runs_and_checks_against_onnxruntime(tmp_path, capsys):
   pytest.importorskip("onnxruntime")
