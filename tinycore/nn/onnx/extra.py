@@ -105,3 +105,15 @@ def QLinearMatMul(a: Tensor, a_scale: Tensor, a_zero: Tensor, b: Tensor, b_scale
   bf = (b.cast(dtypes.float32) - b_zero.cast(dtypes.float32)) * b_scale.cast(dtypes.float32)
   y = ((af @ bf) / y_scale.cast(dtypes.float32)).round() + y_zero.cast(dtypes.float32)
   return y.clip(dtypes.min(y_zero.dtype), dtypes.max(y_zero.dtype)).cast(y_zero.dtype)
+
+@onnx_op()
+def AffineGrid(theta: Tensor, size: Tensor, /, *, align_corners: int = 0) -> Tensor:
+  """Sampling coordinates in [-1, 1] of every output position, moved by the batch's affine matrix: (N, *spatial, nd)."""
+  n, _, *sp = int_list(size)
+  def axis(length: int) -> Tensor:
+    i = Tensor.arange(length, dtype=theta.dtype)
+    return (i * (2 / (length - 1)) - 1 if length > 1 else i * 0) if align_corners else (i * 2 + 1) / length - 1
+  # x runs along the last dim, y the one before, z (3-d) the first spatial one
+  coords = [axis(length).reshape([-1 if j == k else 1 for j in range(len(sp))]).expand(sp) for k, length in enumerate(sp)][::-1]
+  base = Tensor.stack(*coords, Tensor.ones(*sp, dtype=theta.dtype), dim=-1).reshape(1, -1, len(sp) + 1)
+  return (base @ theta.transpose(1, 2)).reshape(n, *sp, len(sp))
