@@ -103,6 +103,12 @@ def table(ours: dict[str, list[Any]], theirs: dict[str, list[Any]]) -> str:
     rows.append(f"| {s} | {len(names)} | {len(a)} | {len(b)} | {len(a - b)} | {len(b - a)} |")
   return "\n".join(rows)
 
+def reasons() -> str:
+  """Markdown: how many excluded tests each reason of onnx_excluded.txt covers."""
+  counts: dict[str, int] = {}
+  for r in excluded().values(): counts[r] = counts.get(r, 0) + 1
+  return "\n".join(["| tests | reason |", "| --- | --- |"] + [f"| {n} | {r} |" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))])
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("backend", nargs="?", default="tinycore", choices=["tinycore", "tinygrad"])
@@ -111,7 +117,7 @@ def main() -> None:
   ap.add_argument("--table", nargs=2, metavar=("TINYCORE_JSON", "TINYGRAD_JSON"), help="print the side-by-side counts of two --json files")
   args = ap.parse_args()
   if args.table:
-    print(table(*(json.loads(pathlib.Path(p).read_text()) for p in args.table)))
+    print(table(*(json.loads(pathlib.Path(p).read_text()) for p in args.table)) + "\n\n" + reasons())
     return
   results: dict[str, list[Any]] = {}
   with onnx_home():

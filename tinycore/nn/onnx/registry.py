@@ -15,10 +15,10 @@ The rules a node is checked against when a model is loaded (never in the middle 
   values an attribute may take, the node's value (each item of a list value) must be one of them.
 Anything else raises NotImplementedError naming the op, its version, the model's opset and the node."""
 from __future__ import annotations
-import dataclasses, inspect
+import dataclasses, functools, inspect
 from typing import Any, Callable
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class OpImpl:
   """One implementation of an ONNX op over a range of the op's versions."""
   name: str
@@ -26,15 +26,15 @@ class OpImpl:
   until: int | None
   fn: Callable[..., Any]
   values: dict[str, tuple[Any, ...]]
-  @property
+  @functools.cached_property
   def attributes(self) -> tuple[str, ...]:
     params = inspect.signature(self.fn).parameters.values()
     return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and not p.name.startswith("_"))
-  @property
+  @functools.cached_property
   def private(self) -> tuple[str, ...]:
     """The keyword-only parameters the runner fills (named with a leading underscore)."""
     return tuple(p for p in inspect.signature(self.fn).parameters if p.startswith("_"))
-  @property
+  @functools.cached_property
   def scoped(self) -> bool: return "_scope" in self.private
 
 REGISTRY: dict[str, list[OpImpl]] = {}
