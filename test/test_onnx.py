@@ -137,3 +137,9 @@ def test_op_coverage_table_is_current():
   from tinycore.nn.onnx.coverage import render
   doc = (ROOT / "docs" / "onnx.md").read_text()
   assert doc == render(doc), "run `python -m tinycore.nn.onnx.coverage docs/onnx.md` to regenerate the table"
+
+def test_global_average_pool_of_large_values_does_not_overflow():
+  # the light SqueezeNet's activations reach 1e36: a sum before the division overflowed to inf, and Softmax gave NaN
+  m = model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [vi("x", shape=(1, 2, 4, 4))], [vi("y", shape=(1, 2, 1, 1))])
+  x = np.full((1, 2, 4, 4), 1e37, np.float32)
+  np.testing.assert_allclose(OnnxRunner(m)({"x": x})["y"].numpy(), x.astype(np.float64).mean((2, 3), keepdims=True), rtol=1e-6)

@@ -93,7 +93,9 @@ def LpPool(x: Tensor, /, *, kernel_shape: list[int], p: int = 2, auto_pad: str =
   return (x.abs().pow(p).avg_pool2d(k, s, d, pp, bool(ceil_mode), True) * math.prod(k)).pow(1 / p)
 
 @onnx_op()
-def GlobalAveragePool(x: Tensor, /) -> Tensor: return x.mean(tuple(range(2, x.ndim)), keepdim=True)
+def GlobalAveragePool(x: Tensor, /) -> Tensor:
+  """Each value is divided before the sum: large activations (the light models reach 1e36) would overflow a sum first."""
+  return (x * (1 / math.prod(x.shape[2:]))).sum(tuple(range(2, x.ndim)), keepdim=True)
 @onnx_op()
 def GlobalMaxPool(x: Tensor, /) -> Tensor: return x.max(tuple(range(2, x.ndim)), keepdim=True)
 @onnx_op()
