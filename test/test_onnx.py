@@ -143,3 +143,8 @@ def test_global_average_pool_of_large_values_does_not_overflow():
   m = model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [vi("x", shape=(1, 2, 4, 4))], [vi("y", shape=(1, 2, 1, 1))])
   x = np.full((1, 2, 4, 4), 1e38, np.float32)  # their sum, 1.6e39, is past float32
   np.testing.assert_allclose(OnnxRunner(m)({"x": x})["y"].numpy(), x.astype(np.float64).mean((2, 3), keepdims=True), rtol=1e-6)
+
+def test_to_moves_the_initializers():
+  run = OnnxRunner(matmul_model((2, 3))).to("PYTHON")
+  assert all(t.device == "PYTHON" for t in run.graph.initializers.values())
+  assert run({"x": np.ones((2, 3), np.float32)})["z"].device == "PYTHON"
