@@ -62,4 +62,7 @@ done
 echo "[setup] pip install ${targets[*]}"
 # setuptools warns about every flat-layout editable install; that warning is expected here
 PYTHONWARNINGS=ignore::UserWarning "${PIP[@]}" install -qq "${targets[@]}"
+# ONNX: the parser (the extra tinycore[onnx]) and onnxruntime, the reference test/test_onnx*.py compare with
+echo "[setup] pip install onnx onnxruntime (tinycore.nn.onnx and its tests)"
+"${PIP[@]}" install -qq onnx onnxruntime
 echo "[setup] done: $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])') in $(pwd)/.venv"

@@ -9,8 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=.venv/bin/python
 echo "=== pytest: core, plugins, conformance self-tests"
 "$PY" -m pytest -q -n 2 test plugins conformance/tests
-echo "=== pytest NOOPT=1: the core suite with no optimizations (results must not depend on them; test/compat ran above)"
-NOOPT=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider test --ignore=test/compat
+echo "=== pytest NOOPT=1: the core suite with no optimizations (results must not depend on them; test/compat and the ONNX suites ran above)"
+NOOPT=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider test --ignore=test/compat --ignore=test/test_onnx_backend.py --ignore=test/test_onnx_models.py
 # a fresh cache directory, so the kernels are really searched (the search's choices and programs are cached on disk)
 BEAM_CACHE=$(mktemp -d)
 trap 'rm -rf "$BEAM_CACHE"' EXIT

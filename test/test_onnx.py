@@ -1,0 +1,150 @@
+"""tinycore.nn.onnx's own behaviour: refusals at load time, dtypes the device lacks, the missing-package message,
+external data, named dims bound at call time, the ways a model is given, the command line, the PYTHON device, and the
+op coverage table of docs/onnx.md. References are numpy float64 (and onnxruntime for --check)."""
+from __future__ import annotations
+import pathlib, sys
+import numpy as np
+import pytest
+onnx = pytest.importorskip("onnx")
+from onnx import helper, TensorProto, numpy_helper  # noqa: E402
+from tinycore import Tensor, dtypes  # noqa: E402
+from tinycore.errors import DTypeError, ShapeError  # noqa: E402
+from tinycore.nn.onnx import OnnxRunner  # noqa: E402
+import tinycore.nn.onnx.runner as runner_module  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+def model(nodes, inputs, outputs, inits=(), opset=17) -> onnx.ModelProto:
+  g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+def vi(name, elem=TensorProto.FLOAT, shape=(2, 3)): return helper.make_tensor_value_info(name, elem, shape)
+
+def matmul_model(shape_x=("batch", 3)) -> onnx.ModelProto:
+  w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "w")
+  return model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"), helper.make_node("Relu", ["y"], ["z"], name="relu")],
+               [vi("x", shape=shape_x)], [vi("z", shape=(shape_x[0], 4))], [w])
+
+def test_unknown_op_is_refused_at_load_naming_op_opset_and_node():
+  m = model([helper.make_node("FooBar", ["x"], ["y"], name="the_node")], [vi("x")], [vi("y")])
+  with pytest.raises(NotImplementedError, match=r"FooBar.*the_node.*opset 17"): OnnxRunner(m)
+
+def test_unsupported_attribute_value_is_refused_at_load():
+  m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear", antialias=1)], [vi("x", shape=(1, 1, 4, 4))],
+            [vi("y", shape=(1, 1, 2, 2))], [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")], opset=19)
+  with pytest.raises(NotImplementedError, match=r"Resize.*'rs'.*Resize version 19.*antialias=1"): OnnxRunner(m)
+
+def test_unknown_attribute_is_refused_at_load():
+  m = model([helper.make_node("Relu", ["x"], ["y"], name="r", bogus=3)], [vi("x")], [vi("y")])
+  with pytest.raises(NotImplementedError, match=r"attribute 'bogus'"): OnnxRunner(m)
+
+def test_op_version_outside_the_implemented_range_is_refused():
+  # Upsample was removed at opset 10: its version there is 10, beyond the 7-9 implemented
+  m = model([helper.make_node("Upsample", ["x", "s"], ["y"], name="up")], [vi("x", shape=(1, 1, 2, 2)), vi("s", shape=(4,))], [vi("y")], opset=10)
+  with pytest.raises(NotImplementedError, match=r"Upsample.*versions 7-9"): OnnxRunner(m)
+
+def test_other_domains_are_refused():
+  n = helper.make_node("Binarizer", ["x"], ["y"], name="b", domain="ai.onnx.ml")
+  m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]),
+                        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+  with pytest.raises(NotImplementedError, match=r"domain 'ai.onnx.ml'"): OnnxRunner(m)
+
+def test_a_dtype_the_device_does_not_declare_is_named(monkeypatch):
+  monkeypatch.setattr(runner_module, "is_dtype_supported", lambda dt, device=None: dt != dtypes.float64)
+  m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)], [vi("x")], [vi("y", TensorProto.DOUBLE)])
+  with pytest.raises(DTypeError, match=r"double.*'y'.*does not declare"): OnnxRunner(m)
+
+def test_string_tensors_are_refused_at_load():
+  m = model([helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING)], [vi("y", TensorProto.STRING)])
+  with pytest.raises(NotImplementedError, match="STRING"): OnnxRunner(m)
+
+def test_missing_onnx_package_names_the_extra(monkeypatch):
+  monkeypatch.setitem(sys.modules, "onnx", None)
+  with pytest.raises(ImportError, match=r"tinycore\[onnx\]"): OnnxRunner("model.onnx")
+
+def test_external_data_loads_from_the_models_folder(tmp_path):
+  m = matmul_model((2, 3))
+  onnx.save_model(m, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+  assert (tmp_path / "weights.bin").exists()
+  x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+  out = OnnxRunner(tmp_path / "m.onnx")({"x": x})["z"].numpy()
+  np.testing.assert_allclose(out, np.maximum(x.astype(np.float64) @ (np.arange(12).reshape(3, 4) / 7), 0), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_named_dims_bind_at_call_time(batch):
+  run = OnnxRunner(matmul_model())
+  x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
+  out = run({"x": x})["z"]
+  assert out.shape == (batch, 4)
+  np.testing.assert_allclose(out.numpy(), np.maximum(x.astype(np.float64) @ (np.arange(12).reshape(3, 4) / 7), 0), rtol=1e-5, atol=1e-6)
+
+def test_a_named_dim_takes_one_size_across_inputs():
+  m = model([helper.make_node("Add", ["a", "b"], ["c"])], [vi("a", shape=("n", 2)), vi("b", shape=("n", 2))], [vi("c", shape=("n", 2))])
+  run = OnnxRunner(m)
+  with pytest.raises(ShapeError, match=r"'b' dim 0 is 'n', bound to 2"): run({"a": np.zeros((2, 2), np.float32), "b": np.zeros((3, 2), np.float32)})
+  with pytest.raises(ShapeError, match="'a' has shape"): run({"a": np.zeros((2, 3), np.float32), "b": np.zeros((2, 3), np.float32)})
+
+def test_inputs_are_checked():
+  run = OnnxRunner(matmul_model())
+  with pytest.raises(ValueError, match="missing: x"): run({})
+  with pytest.raises(DTypeError, match="'x' is float"): run({"x": Tensor([[1, 2, 3]], dtype=dtypes.int32)})
+
+def test_model_as_path_bytes_tensor_or_proto(tmp_path):
+  m = matmul_model((1, 3))
+  onnx.save_model(m, str(tmp_path / "m.onnx"))
+  data = m.SerializeToString()
+  x = np.ones((1, 3), np.float32)
+  sources = (m, data, str(tmp_path / "m.onnx"), tmp_path / "m.onnx", Tensor(np.frombuffer(data, np.uint8)))
+  outs = [OnnxRunner(src)({"x": x})["z"].numpy() for src in sources]
+  for o in outs[1:]: np.testing.assert_array_equal(o, outs[0])
+
+def small_cnn() -> onnx.ModelProto:
+  """Conv, BatchNormalization, Relu, MaxPool, Flatten, Gemm and Softmax with seeded weights."""
+  rng = np.random.default_rng(0)
+  w = {"w": rng.standard_normal((4, 2, 3, 3)), "b": rng.standard_normal(4), "s": rng.uniform(0.5, 1.5, 4), "o": rng.standard_normal(4),
+       "m": rng.standard_normal(4) * 0.1, "v": rng.uniform(0.5, 1.5, 4), "fw": rng.standard_normal((5, 16)), "fb": rng.standard_normal(5)}
+  nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["n"]),
+           helper.make_node("Relu", ["n"], ["r"]), helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+           helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "fw", "fb"], ["g"], transB=1),
+           helper.make_node("Softmax", ["g"], ["y"], axis=-1)]
+  inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()]
+  return model(nodes, [vi("x", shape=(2, 2, 4, 4))], [vi("y", shape=(2, 5))], inits)
+
+# PYTHON interprets every kernel: the matmul model; OPENCL (PoCL here) the CNN
+@pytest.mark.parametrize("device,build,shape", [("PYTHON", lambda: matmul_model((2, 3)), (2, 3)), ("OPENCL", small_cnn, (2, 2, 4, 4))])
+def test_runs_on_other_devices(device, build, shape):
+  ort = pytest.importorskip("onnxruntime")
+  from tinycore import Device
+  try: Device[device]
+  except Exception as e: pytest.skip(f"{device} is not usable here: {e}")
+  m, x = build(), np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+  out = OnnxRunner(m, device=device)({"x": x})
+  name = m.graph.output[0].name
+  assert out[name].device == device
+  ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+  np.testing.assert_allclose(out[name].numpy(), ref, rtol=1e-4, atol=1e-6)
+
+def test_command_line_runs_and_checks_against_onnxruntime(tmp_path, capsys):
+  pytest.importorskip("onnxruntime")
+  from tinycore.nn.onnx.__main__ import main
+  onnx.save_model(matmul_model(), str(tmp_path / "m.onnx"))
+  assert main([str(tmp_path / "m.onnx"), "--check", "--runs", "1", "--dim", "batch=3"]) == 0
+  out = capsys.readouterr().out
+  assert "output z: shape (3, 4) float32" in out and "kernels" in out and "check z against onnxruntime" in out and ": ok" in out
+
+def test_op_coverage_table_is_current():
+  from tinycore.nn.onnx.coverage import render
+  doc = (ROOT / "docs" / "onnx.md").read_text()
+  assert doc == render(doc), "run `python -m tinycore.nn.onnx.coverage docs/onnx.md` to regenerate the table"
+
+def test_global_average_pool_of_large_values_does_not_overflow():
+  # the light SqueezeNet's activations reach 1e36: a sum before the division overflowed to inf, and Softmax gave NaN
+  m = model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [vi("x", shape=(1, 2, 4, 4))], [vi("y", shape=(1, 2, 1, 1))])
+  x = np.full((1, 2, 4, 4), 1e38, np.float32)  # their sum, 1.6e39, is past float32
+  np.testing.assert_allclose(OnnxRunner(m)({"x": x})["y"].numpy(), x.astype(np.float64).mean((2, 3), keepdims=True), rtol=1e-6)
+
+def test_to_moves_the_initializers():
+  run = OnnxRunner(matmul_model((2, 3))).to("PYTHON")
+  assert all(t.device == "PYTHON" for t in run.graph.initializers.values())
+  assert run({"x": np.ones((2, 3), np.float32)})["z"].device == "PYTHON"

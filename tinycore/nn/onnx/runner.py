@@ -1,0 +1,175 @@
+"""OnnxRunner: an ONNX model loaded into tinycore Tensor ops.
+
+Loading (`OnnxRunner(path)`) does every check that can fail before the model runs, so that an unsupported model is
+refused at once and never halfway through a run:
+- the model is parsed with the `onnx` package (the extra `tinycore[onnx]`); external data files next to the model load with it;
+- every node finds its implementation for the model's opset (registry.find): an op, op version or attribute tinycore
+  lacks raises NotImplementedError naming the op, its version, the opset and the node; subgraphs (If, Loop) are checked too;
+- every element type the model names (inputs, outputs, initializers, intermediate values, Cast targets) must have a
+  tinycore dtype the device declares (`is_dtype_supported`), else DTypeError naming the value and the device;
+- initializers become Tensors on the device.
+Running (`runner({"input": x})`) binds the inputs (numpy arrays and lists are converted to the input's dtype; a Tensor
+must have it), checks their shapes against the model (a named dim, such as "batch", takes the same size everywhere
+it appears), runs the nodes in the graph's order and returns {output name: Tensor}, lazy as every Tensor."""
+from __future__ import annotations
+import pathlib
+from typing import Any, TYPE_CHECKING
+import numpy as np
+from tinycore.tensor import Tensor
+from tinycore.device import Device, is_dtype_supported
+from tinycore.dtype import DType, dtypes
+from tinycore.errors import DTypeError, ShapeError
+from tinycore.helpers import DEBUG
+from tinycore.nn.onnx import registry
+from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention, extra, recurrent  # noqa: F401  (each registers its ops)
+from tinycore.nn.onnx.tensors import dtype_of
+if TYPE_CHECKING: import onnx
+
+def import_onnx() -> Any:
+  """The onnx package, or an ImportError saying how to install it."""
+  try: import onnx
+  except ImportError as e:
+    raise ImportError("tinycore.nn.onnx parses models with the onnx package: pip install 'tinycore[onnx]' (or pip install onnx)") from e
+  return onnx
+
+def tensor_from_proto(t: onnx.TensorProto, device: str, what: str) -> Tensor:
+  """A TensorProto (an initializer or a tensor attribute) as a Tensor on `device`."""
+  from onnx import numpy_helper
+  dt = dtype_of(t.data_type, what)
+  arr = numpy_helper.to_array(t)
+  if dt == dtypes.bfloat16: return Tensor(np.array(arr, order="C").view(np.uint16), device=device).bitcast(dtypes.bfloat16)
+  return Tensor(np.array(arr, order="C"), device=device, dtype=dt)  # not ascontiguousarray: it makes a 0-d array 1-d
+
+class Graph:
+  """The nodes of one ONNX graph, each with its implementation and attributes, checked when the model loads."""
+  def __init__(self, g: onnx.GraphProto, opset: dict[str, int], device: str, outer: set[str] | None = None):
+    from onnx import helper, AttributeProto
+    self.name, self.device, self.opset = g.name, device, opset
+    self.initializers = {t.name: tensor_from_proto(t, device, f"initializer {t.name!r}") for t in g.initializer}
+    self.inputs = {i.name: i.type for i in g.input if i.name not in self.initializers}
+    self.outputs = [o.name for o in g.output]
+    for vi in [*g.input, *g.output, *g.value_info]:
+      if vi.type.HasField("tensor_type"): self._check_dtype(dtype_of(vi.type.tensor_type.elem_type, f"value {vi.name!r}"), f"value {vi.name!r}")
+      elif vi.type.WhichOneof("value") is not None:
+        kind = vi.type.WhichOneof('value')
+        raise NotImplementedError(f"value {vi.name!r} is a {kind}: only tensors are supported (no sequences, maps or optionals)")
+    for name, t in self.initializers.items(): self._check_dtype(t.dtype, f"initializer {name!r}")
+    known = set(self.initializers) | set(self.inputs) | (outer or set())
+    self.nodes: list[tuple[registry.OpImpl, onnx.NodeProto, dict[str, Any], dict[str, Any]]] = []
+    for i, n in enumerate(g.node):
+      label = n.name or f"#{i} ({n.op_type})"
+      attrs: dict[str, Any] = {}
+      for a in n.attribute:
+        if a.type == AttributeProto.GRAPH: attrs[a.name] = Graph(a.g, opset, device, known)
+        elif a.type == AttributeProto.TENSOR: attrs[a.name] = tensor_from_proto(a.t, device, f"attribute {a.name} of node {label!r}")
+        elif a.type in (AttributeProto.STRING, AttributeProto.FLOAT, AttributeProto.INT, AttributeProto.FLOATS, AttributeProto.INTS,
+                        AttributeProto.STRINGS):
+          v = helper.get_attribute_value(a)
+          attrs[a.name] = v.decode() if isinstance(v, bytes) else [s.decode() for s in v] if a.type == AttributeProto.STRINGS else v
+        else:
+          kind = AttributeProto.AttributeType.Name(a.type)
+          raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {kind} is not supported")
+      impl = registry.find(n.op_type, n.domain, opset.get(n.domain or "", opset.get("ai.onnx", 1)), label, attrs)
+      if impl.name == "Cast": self._check_dtype(dtype_of(attrs["to"], f"Cast in node {label!r}"), f"Cast target in node {label!r}")
+      private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", registry.op_version(n.op_type, "", opset.get("", 1))))
+                 if k in impl.private}
+      self.nodes.append((impl, n, attrs, private))
+      known |= set(n.output)
+
+  def _check_dtype(self, dt: DType, what: str) -> None:
+    if not is_dtype_supported(dt, self.device):
+      raise DTypeError(f"the model needs {dt.name} for {what}, which device {self.device} does not declare (its renderer supports "
+                       f"{', '.join(d.name for d in Device[self.device].renderer.supported_dtypes())})")
+
+  def run(self, values: dict[str, Tensor], debug: int = 0) -> dict[str, Tensor]:
+    """Run every node on `values` (inputs, initializers and any outer scope), adding their outputs; returns `values`."""
+    values.update(self.initializers)
+    for impl, n, attrs, private in self.nodes:
+      args = [values[name] if name else None for name in n.input]
+      if impl.scoped: private = {**private, "_scope": values}
+      out = impl.fn(*args, **attrs, **private)
+      outs = out if isinstance(out, tuple) else (out,)
+      if len(outs) < len(n.output):
+        raise NotImplementedError(f"ONNX op {n.op_type} in node {n.name!r}: gives {len(outs)} outputs, the node asks for {len(n.output)}")
+      for name, t in zip(n.output, outs):
+        if name: values[name] = t
+      if debug: print(f"{n.op_type:>20} {n.name!r}: " + ", ".join(f"{o} {tuple(t.shape)} {t.dtype.name}" for o, t in zip(n.output, outs) if o))
+    return values
+
+  def to(self, device: str) -> None:
+    self.device = device
+    self.initializers = {k: v.to(device) for k, v in self.initializers.items()}
+    for _, _, attrs, _ in self.nodes:
+      for k, v in attrs.items():
+        if isinstance(v, Tensor): attrs[k] = v.to(device)
+        elif isinstance(v, Graph): v.to(device)
+
+def _load(model: Any) -> onnx.ModelProto:
+  onnx = import_onnx()
+  if isinstance(model, onnx.ModelProto): return model
+  if isinstance(model, Tensor): return onnx.load_from_string(model.numpy().tobytes())
+  if isinstance(model, (bytes, bytearray)): return onnx.load_from_string(bytes(model))
+  return onnx.load(str(pathlib.Path(model)), load_external_data=True)
+
+class OnnxRunner:
+  """Runs an ONNX model with tinycore: `OnnxRunner("model.onnx")({"input": x})` -> {output name: Tensor}.
+
+  model: a path (str or Path; external data files are read from its folder), the model's bytes (bytes or a uint8
+  Tensor) or an onnx.ModelProto. device: where initializers live and the model runs (Device.DEFAULT when None)."""
+  def __init__(self, model: Tensor | str | pathlib.Path | bytes | onnx.ModelProto, device: str | None = None):
+    proto = _load(model)
+    self.opset = {(o.domain or ""): o.version for o in proto.opset_import}
+    self.device = Device.canonicalize(device) if device is not None else Device.DEFAULT
+    try:
+      from onnx import shape_inference
+      proto = shape_inference.infer_shapes(proto)  # value_info for every intermediate: their dtypes are checked at load
+    except Exception: pass  # a model the inference cannot follow still loads; its intermediates are then checked as they run
+    self.graph = Graph(proto.graph, self.opset, self.device)
+
+  @property
+  def inputs(self) -> dict[str, tuple[tuple[int | str | None, ...] | None, DType]]:
+    """{name: (shape, dtype)} of the inputs to give (initializers excluded); a dim is an int, a name, or None when unknown;
+    the shape is None where the model does not give it."""
+    return {k: (_dims(t), dtype_of(t.tensor_type.elem_type, k)) for k, t in self.graph.inputs.items()}
+  @property
+  def outputs(self) -> list[str]: return list(self.graph.outputs)
+
+  def to(self, device: str | None) -> OnnxRunner:
+    """Move the initializers to `device` (Device.DEFAULT when None); later runs use it."""
+    self.device = Device.canonicalize(device) if device is not None else Device.DEFAULT
+    self.graph.to(self.device)
+    return self
+
+  def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Tensor:
+    shape, dt = self.inputs[name]
+    if isinstance(value, Tensor):
+      if value.dtype != dt: raise DTypeError(f"ONNX input {name!r} is {dt.name}, got a Tensor of {value.dtype.name}")
+      t = value.to(self.device) if value.device != self.device else value
+    elif dt == dtypes.bfloat16: t = Tensor(np.asarray(value).astype(np.float32), device=self.device).cast(dt)  # numpy has no bfloat16
+    else: t = Tensor(np.asarray(value), device=self.device).cast(dt)
+    if shape is None: return t
+    if len(shape) != t.ndim: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
+    for i, (want, got) in enumerate(zip(shape, t.shape)):
+      if isinstance(want, str) and bound.setdefault(want, got) != got:
+        raise ShapeError(f"ONNX input {name!r} dim {i} is {want!r}, bound to {bound[want]} by an earlier input, got {got}")
+      if isinstance(want, int) and want != got: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
+    return t
+
+  def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
+    """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}, not yet realized.
+    debug (or DEBUG>=3) prints each node's outputs' shapes."""
+    if (missing := [k for k in self.inputs if k not in inputs]):
+      raise ValueError(f"ONNX model inputs missing: {', '.join(missing)} (it takes {', '.join(self.inputs)})")
+    if (unknown := [k for k in inputs if k not in self.inputs and k not in self.graph.initializers]):
+      raise ValueError(f"not inputs of the ONNX model: {', '.join(unknown)} (it takes {', '.join(self.inputs)})")
+    bound: dict[str, int] = {}
+    values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self.inputs}
+    values = self.graph.run({**values, **{k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self.inputs}},
+                            int(debug) or int(DEBUG.value >= 3))
+    return {k: values[k] for k in self.graph.outputs}
+
+def _as_tensor(v: Any, device: str) -> Tensor: return v if isinstance(v, Tensor) else Tensor(np.asarray(v), device=device)
+
+def _dims(t: onnx.TypeProto) -> tuple[int | str | None, ...] | None:
+  if not t.tensor_type.HasField("shape"): return None
+  return tuple(d.dim_value if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param") else None for d in t.tensor_type.shape.dim)

@@ -1,0 +1,41 @@
+"""ONNX's element types as tinycore dtypes, and the small conversions the ops share.
+
+ONNX names an element type by a number (TensorProto.DataType); the ones tinycore has a dtype for are listed in DTYPES.
+The others (strings, complex numbers, the 8-, 4- and 2-bit floats and ints) are refused when a model is loaded. An
+input an op needs as Python numbers (a shape, axes, pads) is read off its Tensor with `ints` or `floats`: such inputs
+are small, and most are initializers or Constant nodes whose values are on the host already."""
+from __future__ import annotations
+from typing import Any
+from tinycore.tensor import Tensor
+from tinycore.dtype import DType, dtypes
+
+# TensorProto.DataType numbers -> tinycore dtypes
+DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64,
+                            9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16}
+UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
+                               19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
+                               25: "UINT2", 26: "INT2"}
+
+def dtype_of(code: int, what: str) -> DType:
+  """The tinycore dtype of ONNX element type `code`; NotImplementedError naming `what` needs it otherwise."""
+  if code in DTYPES: return DTYPES[code]
+  raise NotImplementedError(f"{what}: ONNX element type {UNSUPPORTED.get(code, code)} has no tinycore dtype")
+
+def ints(t: Tensor | None, default: Any = None) -> Any:
+  """A 0-d or 1-d integer Tensor as a Python int or list of ints (`default` for an absent input)."""
+  if t is None: return default
+  v = t.tolist()
+  return [int(x) for x in v] if isinstance(v, list) else int(v)
+
+def int_list(t: Tensor | None, default: Any = None) -> Any:
+  """ints(), with a 0-d Tensor as a list of one (some exporters give a scalar where ONNX says 1-d)."""
+  v = ints(t, default)
+  return [v] if isinstance(v, int) else v
+
+def floats(t: Tensor | None, default: Any = None) -> Any:
+  """A 0-d or 1-d Tensor as a Python float or list of floats (`default` for an absent input)."""
+  if t is None: return default
+  v = t.tolist()
+  return [float(x) for x in v] if isinstance(v, list) else float(v)
+
+def axis_of(axis: int, ndim: int) -> int: return axis + ndim if axis < 0 else axis
