@@ -1,0 +1,445 @@
+"""A PTX interpreter: runs an entry of a PTX module over a grid of threads with numpy, for the mock CUDA driver (NV runs
+the PTX our renderer emits, CUDA the PTX NVRTC makes of our CUDA C).
+
+  run_ptx(ptx, entry, grid, block, params, mem)    params: each .param's raw integer; mem.buffer(addr) -> (uint8 array, offset)
+
+How it executes (the rules):
+- Every thread has its own program counter. The interpreter repeatedly takes the lowest pc among the runnable threads
+  and runs the straight-line block there for all threads at that pc at once (numpy over threads). Threads that diverged
+  meet again where their pcs meet, so loops, divergence and early exits need no reconvergence stack.
+- `bar.sync` parks a thread until every live thread of its block is parked; then the block goes on together. A thread
+  that exits no longer counts.
+- Shared memory is checked for races: a thread that reads bytes another thread of its block wrote since the last
+  barrier, or writes bytes another thread read since then, fails the launch (the hardware would give either value:
+  this is how a missing barrier shows, whatever order the threads run in here).
+- State spaces: .param (the entry's, read-only; a .func's and a call's, per thread), .global (mem.buffer, plus the module's
+  own .global/.const data), .shared (per block), .local (per thread). Generic addresses map the shared and local windows
+  at SHARED_WINDOW and LOCAL_WINDOW (cvta); everything else is global.
+- A global access outside every allocation raises PTXFault('CUDA_ERROR_ILLEGAL_ADDRESS'), a misaligned one
+  'CUDA_ERROR_MISALIGNED_ADDRESS', an unimplemented instruction PTXUnsupported naming it. Nothing is read or written
+  outside the numpy buffers.
+- `.func` and `call` work (per-thread return stack); recursion does not (registers are one frame per function).
+- Large grids run in chunks of whole blocks (blocks are independent), so memory stays bounded.
+Instruction semantics live in ptx_ops.py (arithmetic) and ptx_values.py (typed registers); parsing in ptx_parse.py."""
+from __future__ import annotations
+import functools
+from typing import Any, Callable, Sequence
+import numpy as np
+from tinygrad_cuda.mock.ptx_parse import Addr, Imm, Instr, Module, PTXUnsupported, Reg, Sym, Var, Vec, parse, type_bytes
+from tinygrad_cuda.mock.ptx_ops import alu, mods_of, types_of
+from tinygrad_cuda.mock.ptx_values import reader, storage_dtype, value_dtype, writer
+
+__all__ = ["run_ptx", "PTXFault", "PTXUnsupported"]
+
+SHARED_WINDOW = 1 << 56  # generic address of shared byte 0 (cvta.shared)
+LOCAL_WINDOW = 2 << 56   # generic address of local byte 0 (cvta.local)
+MODULE_DATA = 3 << 56    # where the module's own .global/.const variables live
+WINDOW_SIZE = 1 << 32
+CHUNK_THREADS = 8192     # threads run at once, in whole blocks
+_WAIT = 1 << 40          # added to the pc of a thread parked at bar.sync
+_MAX_DEPTH = 32
+
+class PTXFault(RuntimeError):
+  """The kernel did what a GPU stops a kernel for; cuda_error names the CUDA error the driver reports."""
+  def __init__(self, cuda_error: str, what: str):
+    super().__init__(what)
+    self.cuda_error = cuda_error
+
+_TERMINATORS = ("bra", "ret", "exit", "call", "bar", "barrier")
+_IGNORED = ("membar", "fence", "prefetch", "prefetchu", "pmevent", "nanosleep")
+
+class Program:
+  """A module linked for one entry: every reachable function's instructions in one list, with blocks and addresses."""
+  def __init__(self, mod: Module, entry: str):
+    if entry not in mod.functions or not mod.functions[entry].entry:
+      raise PTXUnsupported(f"PTX: no .entry {entry} in this module (entries: {[f.name for f in mod.functions.values() if f.entry]})")
+    self.mod, self.entry = mod, mod.functions[entry]
+    self.funcs = [self.entry] + [f for f in mod.functions.values() if f is not self.entry and f.body]
+    self.regs: dict[str, str] = {}
+    self.start: dict[str, int] = {}
+    code: list[tuple[Any, Instr]] = []
+    for f in self.funcs:
+      self.regs.update(f.regs)
+      self.start[f.name] = len(code)
+      code += [(f, i) for i in f.body]
+    self.code = code
+    self.layout()
+    self.fns = [self.compile(f, i, pc) for pc, (f, i) in enumerate(code)]
+    self.blocks = self.make_blocks()
+
+  def layout(self) -> None:
+    """Byte offsets of shared, local and per-thread param variables; addresses of module data."""
+    self.sym: dict[str, tuple[str, int]] = {}
+    sizes = {"shared": 0, "local": 0, "param": 0}
+    def place(name: str, space: str, size: int, align: int) -> None:
+      off = -(-sizes[space] // max(align, 1)) * max(align, 1)
+      self.sym[name] = (space, off)
+      sizes[space] = off + size
+    for f in self.funcs:
+      for v in f.vars: place(v.name, v.space, v.size, v.align)
+      if f is not self.entry:
+        for v in f.params + f.rets: place(f"{f.name}/{v.name}", "param", v.size, v.align)
+    self.shared_size, self.local_size, self.param_size = sizes["shared"], sizes["local"], sizes["param"]
+    self.entry_params: list[tuple[str, Var, int]] = []
+    off = 0
+    for v in self.entry.params:
+      off = -(-off // max(v.align, 1)) * max(v.align, 1)
+      self.entry_params.append((f"{self.entry.name}/{v.name}", v, off))
+      self.sym[f"{self.entry.name}/{v.name}"] = ("kparam", off)
+      off += v.size
+    self.kparam_size = off
+    self.data: list[tuple[int, np.ndarray, str]] = []
+    addr = MODULE_DATA
+    for g in self.mod.globals:
+      addr = -(-addr // max(g.align, 16)) * max(g.align, 16)
+      buf = np.zeros(max(g.size, 1), np.uint8)
+      buf[:len(g.init)] = np.frombuffer(g.init, np.uint8)[:g.size]
+      self.data.append((addr, buf, g.space))
+      self.sym[g.name] = (g.space, addr)
+      addr += max(g.size, 1)
+
+  def symbol_address(self, name: str) -> int:
+    if name not in self.sym: raise PTXUnsupported(f"PTX: unknown symbol {name.split('/')[-1]}")
+    return self.sym[name][1]
+  def window(self, space: str) -> int: return {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+
+  def compile(self, f, ins: Instr, pc: int) -> Callable | None:
+    base = ins.op.split(".")[0]
+    if base in _TERMINATORS or base in _IGNORED: return None
+    if base in ("ld", "st", "ldu"): fn = memory_op(ins, self)
+    elif base == "atom": raise PTXUnsupported(f"PTX instruction {ins.op}")
+    else: fn = alu(ins, self)
+    if ins.guard is None: return fn
+    pred, neg = ins.guard
+    def guarded(m, sel):
+      p = m.r[pred][sel]
+      sub = subset(sel, ~p if neg else p)
+      if len(sub): fn(m, sub)
+    return guarded
+
+  def make_blocks(self) -> dict[int, tuple[list[Callable], int]]:
+    """pc of a block's first instruction -> (its non-terminator functions, pc of its last instruction)."""
+    leaders = {0} | set(self.start.values())
+    for pc, (f, ins) in enumerate(self.code):
+      b = ins.op.split(".")[0]
+      if b in _TERMINATORS: leaders.add(pc + 1)
+      if b == "bra": leaders.add(self.label(f, ins))
+    blocks, n = {}, len(self.code)
+    for s in sorted(x for x in leaders if x < n):
+      fns, pc = [], s
+      while True:
+        b = self.code[pc][1].op.split(".")[0]
+        if b in _TERMINATORS or pc + 1 >= n or pc + 1 in leaders: break
+        if self.fns[pc] is not None: fns.append(self.fns[pc])
+        pc += 1
+      if self.code[pc][1].op.split(".")[0] not in _TERMINATORS and self.fns[pc] is not None: fns.append(self.fns[pc])
+      blocks[s] = (fns, pc)
+    return blocks
+
+  def label(self, f, ins: Instr) -> int:
+    tgt = ins.args[0]
+    name = tgt.name if isinstance(tgt, Sym) else str(tgt)
+    if name not in f.labels: raise PTXUnsupported(f"PTX: branch to unknown label {name} in {f.name}")
+    return self.start[f.name] + f.labels[name]
+
+def subset(sel, mask: np.ndarray) -> np.ndarray:
+  return np.flatnonzero(mask) if isinstance(sel, slice) else sel[mask]
+
+# *** memory ***
+
+def _addr_reader(a: Addr, prog: Program) -> tuple[Callable, str | None]:
+  """fn(m, sel) -> uint64 addresses, and the param variable it names (for .param accesses)."""
+  off = np.uint64(a.offset & 0xFFFFFFFFFFFFFFFF)
+  if isinstance(a.base, Sym):
+    space, base = prog.sym.get(a.base.name, (None, None))
+    if space is None: raise PTXUnsupported(f"PTX: unknown symbol {a.base.name.split('/')[-1]}")
+    v = np.uint64((base + a.offset) & 0xFFFFFFFFFFFFFFFF)
+    return (lambda m, sel: v), space
+  if isinstance(a.base, Reg):
+    rd = reader(a.base, "u64" if np.dtype(storage_dtype(prog.regs[a.base.name])).itemsize == 8 else "u32", prog)
+    return (lambda m, sel: np.asarray(rd(m, sel)).astype(np.uint64) + off), None
+  if a.base is None or isinstance(a.base, Imm):
+    v = np.uint64((int(a.base.text, 0) if a.base is not None else 0) + a.offset)
+    return (lambda m, sel: v), None
+  raise PTXUnsupported(f"PTX address {a}")
+
+def memory_op(ins: Instr, prog: Program) -> Callable:
+  parts = ins.op.split(".")
+  t = types_of(ins.op)[-1]
+  mods = mods_of(ins.op)
+  space = next((p for p in parts[1:] if p in ("global", "shared", "local", "param", "const")), "generic")
+  vec = 4 if "v4" in mods else 2 if "v2" in mods else 1
+  w = type_bytes(t)
+  load = parts[0] in ("ld", "ldu")
+  addr_op, val_op = (ins.args[1], ins.args[0]) if load else (ins.args[0], ins.args[1])
+  if not isinstance(addr_op, Addr): raise PTXUnsupported(f"PTX {ins.op} without an address operand")
+  addr, sym_space = _addr_reader(addr_op, prog)
+  items = val_op.items if isinstance(val_op, Vec) else (val_op,)
+  if len(items) != vec: raise PTXUnsupported(f"PTX {ins.op} with {len(items)} values")
+  if space == "param" and sym_space == "kparam": space = "kparam"
+  vd = value_dtype(t) if t != "bf16" else np.uint16
+  et = t if t != "bf16" else "b16"
+  if load:
+    ws = [writer(x, et, prog) for x in items]
+    def ld(m, sel):
+      v = m.load(space, addr(m, sel), w, vec, sel, ins).view(vd).reshape(-1, vec)
+      for k, wr in enumerate(ws): wr(m, sel, v[:, k])
+    return ld
+  rs = [reader(x, et, prog) for x in items]
+  def st(m, sel):
+      a = np.broadcast_to(np.asarray(addr(m, sel)), (m.count(sel),))
+      v = np.stack([np.broadcast_to(np.asarray(r(m, sel)).astype(vd), a.shape) for r in rs], axis=1)
+      m.store(space, a, w, vec, sel, np.ascontiguousarray(v).view(np.uint8).reshape(len(a), w * vec), ins)
+  return st
+
+class Machine:
+  """The state of one chunk of blocks: registers, pcs, carry flags, shared/local/param memory, and the scheduler."""
+  def __init__(self, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int], first_block: int, nblocks: int,
+               kparams: np.ndarray, mem: Any):
+    self.prog, self.mem, self.grid, self.block = prog, mem, grid, block
+    T = block[0] * block[1] * block[2]
+    self.T, self.nblk, self.n = T, nblocks, T * nblocks
+    n = self.n
+    self.r = {name: np.zeros(n, storage_dtype(t)) for name, t in prog.regs.items()}
+    self.carry = np.zeros(n, np.uint8)
+    t = np.arange(n, dtype=np.int64)
+    self.bidx = t // T
+    lid, gid = t % T, self.bidx + first_block
+    self.sp = {"%tid.x": lid % block[0], "%tid.y": lid // block[0] % block[1], "%tid.z": lid // (block[0] * block[1]),
+               "%ctaid.x": gid % grid[0], "%ctaid.y": gid // grid[0] % grid[1], "%ctaid.z": gid // (grid[0] * grid[1]),
+               "%laneid": lid % 32, "%warpid": lid // 32}
+    self.sp = {k: v.astype(np.uint32) for k, v in self.sp.items()}
+    self.const_sp = {"%ntid.x": block[0], "%ntid.y": block[1], "%ntid.z": block[2], "%nctaid.x": grid[0], "%nctaid.y": grid[1],
+                     "%nctaid.z": grid[2], "%warpsize": 32, "%nwarpid": -(-T // 32)}
+    self.first_block = first_block
+    self.shared = np.zeros(max(prog.shared_size, 1) * nblocks, np.uint8)
+    self.sh_writer = np.full(self.shared.size, -1, np.int64)
+    self.sh_reader = np.full(self.shared.size, -1, np.int64)
+    self.sh_wepoch = np.full(self.shared.size, -1, np.int64)
+    self.sh_repoch = np.full(self.shared.size, -1, np.int64)
+    self.epoch = np.zeros(nblocks, np.int64)
+    self.local = np.zeros(max(prog.local_size, 1) * n, np.uint8)
+    self.params = np.zeros((n, max(prog.param_size, 1)), np.uint8)
+    self.kparams = kparams
+    self.pc = np.zeros(n, np.int64)
+    self.stack = np.zeros((n, _MAX_DEPTH), np.int64)
+    self.depth = np.zeros(n, np.int64)
+
+  def count(self, sel) -> int: return self.n if isinstance(sel, slice) else len(sel)
+  def threads(self, sel) -> np.ndarray: return np.arange(self.n) if isinstance(sel, slice) else sel
+
+  def special(self, name: str, sel) -> np.ndarray:
+    if name in self.sp: return self.sp[name][sel]
+    if name in self.const_sp: return np.full(self.count(sel), self.const_sp[name], np.uint32)
+    raise PTXUnsupported(f"PTX special register {name}")
+
+  def where(self, sel, k: int) -> str:
+    """Which thread the k-th of sel is, in CUDA's words."""
+    t = int(self.threads(sel)[k])
+    b, l = self.first_block + t // self.T, t % self.T
+    bx, by = self.block[0], self.block[1]
+    gx, gy = self.grid[0], self.grid[1]
+    return f"block ({b % gx}, {b // gx % gy}, {b // (gx * gy)}) thread ({l % bx}, {l // bx % by}, {l // (bx * by)})"
+
+  # *** memory ***
+  def _bytes(self, space: str, addr: np.ndarray, nbytes: int, sel, ins: Instr):
+    """(flat byte array, indices (n, nbytes) into it, resolved space) for the accesses, or for global memory a list of
+    them per allocation (_global); raises on a bad address."""
+    a = np.asarray(addr).astype(np.uint64)
+    a = np.broadcast_to(a, (self.count(sel),))
+    unit = nbytes if nbytes in (1, 2, 4, 8, 16) else 1
+    if len(a) and (bad := np.flatnonzero(a % np.uint64(min(unit, 16)))).size:
+      k = int(bad[0])
+      raise PTXFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"'{ins.text.split(chr(10))[0]}': {self.where(sel, k)} accesses {nbytes} bytes at "
+                     f"misaligned address {int(a[k]):#x}")
+    if space == "generic":
+      win = a >> np.uint64(32)
+      shared, local = win == np.uint64(SHARED_WINDOW >> 32), win == np.uint64(LOCAL_WINDOW >> 32)
+      if shared.all(): return self._bytes("shared", a - np.uint64(SHARED_WINDOW), nbytes, sel, ins)
+      if local.all(): return self._bytes("local", a - np.uint64(LOCAL_WINDOW), nbytes, sel, ins)
+      if (shared | local).any(): raise PTXUnsupported(f"PTX: one generic access '{ins.text}' spans several state spaces")
+      space = "global"
+    span = np.arange(nbytes, dtype=np.int64)
+    if space in ("shared", "local"):
+      size = self.prog.shared_size if space == "shared" else self.prog.local_size
+      ai = a.astype(np.int64)
+      if len(ai) and (bad := np.flatnonzero((a > np.uint64(1 << 40)) | (ai + nbytes > size))).size:
+        k = int(bad[0])
+        raise PTXFault("CUDA_ERROR_ILLEGAL_ADDRESS", f"'{ins.text}': {self.where(sel, k)} accesses {nbytes} bytes at {space} address "
+                       f"{int(a[k]):#x}, past the {size} bytes of {space} memory")
+      row = self.bidx[sel] if space == "shared" else self.threads(sel)
+      return (self.shared if space == "shared" else self.local), (row * size + ai)[:, None] + span, space
+    if space == "kparam":
+      if len(a) and int(a.max()) + nbytes > self.prog.kparam_size: raise PTXUnsupported(f"PTX: '{ins.text}' reads past the kernel parameters")
+      return self.kparams, a.astype(np.int64)[:, None] + span, space
+    if space == "param":
+      flat = self.params.reshape(-1)
+      return flat, (self.threads(sel) * self.params.shape[1] + a.astype(np.int64))[:, None] + span, space
+    return self._global(a, nbytes, sel, ins, span)
+
+  def _global(self, a: np.ndarray, nbytes: int, sel, ins: Instr, span: np.ndarray):
+    """The accesses grouped by allocation: [(buffer, byte indices, rows of a)]."""
+    groups, todo = [], np.arange(len(a))
+    while len(todo):
+      first = int(a[todo[0]])
+      if (o := self._owner(first)) is None: self._illegal(sel, int(todo[0]), first, nbytes, ins)
+      buf, base = o
+      rel = a[todo].astype(np.int64) - base if first < (1 << 63) else np.full(len(todo), -1)
+      inside = (a[todo] >= np.uint64(base)) & (rel >= 0) & (rel < len(buf))
+      rows = todo[inside]
+      if (past := np.flatnonzero(rel[inside] + nbytes > len(buf))).size: self._illegal(sel, int(rows[past[0]]), int(a[rows[past[0]]]), nbytes, ins)
+      groups.append((buf, rel[inside][:, None] + span, rows))
+      todo = todo[~inside]
+    return groups
+
+  def _illegal(self, sel, k: int, addr: int, nbytes: int, ins: Instr):
+    raise PTXFault("CUDA_ERROR_ILLEGAL_ADDRESS", f"'{ins.text}': {self.where(sel, k)} accesses {nbytes} bytes at {addr:#x}, "
+                   "outside every allocation")
+
+  def _owner(self, addr: int):
+    for start, buf, _ in self.prog.data:
+      if start <= addr < start + len(buf): return buf, start
+    try: buf, off = self.mem.buffer(addr)
+    except Exception: return None
+    return buf, addr - off
+
+  def load(self, space: str, addr, w: int, vec: int, sel, ins: Instr) -> np.ndarray:
+    got = self._bytes(space, addr, w * vec, sel, ins)
+    if isinstance(got, list):
+      out = np.empty((self.count(sel), w * vec), np.uint8)
+      for buf, idx, rows in got: out[rows] = buf[idx]
+      return out
+    buf, idx, sp = got
+    if sp == "shared": self._race(idx, sel, ins, write=False)
+    return np.ascontiguousarray(buf[idx])
+
+  def store(self, space: str, addr, w: int, vec: int, sel, data: np.ndarray, ins: Instr) -> None:
+    got = self._bytes(space, addr, w * vec, sel, ins)
+    if isinstance(got, list):
+      for buf, idx, rows in got: buf[idx] = data[rows]
+      return
+    buf, idx, sp = got
+    if sp == "kparam": raise PTXUnsupported(f"PTX: '{ins.text}' writes a kernel parameter")
+    if sp == "shared": self._race(idx, sel, ins, write=True)
+    buf[idx] = data
+
+  def _race(self, idx: np.ndarray, sel, ins: Instr, write: bool) -> None:
+    """Shared-memory race check (see the module's rules), then record this access."""
+    tid = np.broadcast_to(self.threads(sel)[:, None], idx.shape)
+    ep = np.broadcast_to(self.epoch[self.bidx[sel]][:, None], idx.shape)
+    other_w = (self.sh_wepoch[idx] == ep) & (self.sh_writer[idx] != tid) & (self.sh_writer[idx] >= 0)
+    other_r = (self.sh_repoch[idx] == ep) & (self.sh_reader[idx] != tid) & (self.sh_reader[idx] >= 0) if write else None
+    for bad, who, what in ((other_w, self.sh_writer, "wrote"), (other_r, self.sh_reader, "read")):
+      if bad is not None and bad.any():
+        k, j = (int(x[0]) for x in np.nonzero(bad))
+        o = int(who[idx[k, j]])
+        raise PTXFault("CUDA_ERROR_LAUNCH_FAILED", f"shared memory race at '{ins.text}': {self.where(sel, k)} "
+                       f"{'writes' if write else 'reads'} shared byte {int(idx[k, j]) % max(self.prog.shared_size, 1)} that "
+                       f"{self.where(np.array([o]), 0)} {what} with no bar.sync between")
+    if write:
+      self.sh_writer[idx], self.sh_wepoch[idx] = tid, ep
+    else: self.sh_reader[idx], self.sh_repoch[idx] = tid, ep
+
+  # *** control ***
+  def run(self) -> None:
+    prog, EXIT = self.prog, len(self.prog.code)
+    pc = self.pc
+    while True:
+      p = int(pc.min())
+      if p >= EXIT:
+        if p >= _WAIT: raise PTXFault("CUDA_ERROR_LAUNCH_FAILED", "deadlock: threads wait at bar.sync that others can never reach")
+        return
+      eq = pc == p
+      sel: Any = slice(None) if eq.all() else np.flatnonzero(eq)
+      fns, last = prog.blocks[p]
+      for fn in fns: fn(self, sel)
+      f, ins = prog.code[last]
+      self.terminate(f, ins, last, sel)
+
+  def terminate(self, f, ins: Instr, pc: int, sel) -> None:
+    base = ins.op.split(".")[0]
+    if base not in _TERMINATORS:
+      self.pc[sel] = pc + 1
+      return
+    go = sel
+    if ins.guard is not None:
+      p = self.r[ins.guard[0]][sel]
+      p = ~p if ins.guard[1] else p
+      self.pc[subset(sel, ~p)] = pc + 1
+      go = subset(sel, p)
+      if len(go) == 0: return
+    if base == "bra": self.pc[go] = self.prog.label(f, ins)
+    elif base in ("bar", "barrier"): self.barrier(go, pc, ins)
+    elif base in ("ret", "exit"): self.ret(go, base == "exit")
+    else: self.call(go, pc, ins)
+
+  def barrier(self, sel, pc: int, ins: Instr) -> None:
+    if any(a is not None and not (isinstance(a, Imm) and a.text == "0") for a in ins.args[:1]) or len(ins.args) > 1:
+      raise PTXUnsupported(f"PTX '{ins.text}': only bar.sync 0 with the whole block is implemented")
+    self.pc[sel] = pc + _WAIT
+    EXIT = len(self.prog.code)
+    busy = np.zeros(self.nblk, bool)
+    busy[self.bidx[self.pc < EXIT]] = True
+    waiting = self.pc >= _WAIT
+    release = waiting & ~busy[self.bidx]
+    if release.any():
+      self.pc[release] -= _WAIT - 1
+      done = np.zeros(self.nblk, bool)
+      done[self.bidx[release]] = True
+      self.epoch[done] += 1
+
+  def ret(self, sel, exit_: bool) -> None:
+    d = self.depth[sel]
+    if exit_ or not d.any():
+      self.pc[sel] = len(self.prog.code)
+      return
+    th = self.threads(sel)
+    done, back = th[d == 0], th[d > 0]
+    self.pc[done] = len(self.prog.code)
+    self.depth[back] -= 1
+    ret_pc = self.stack[back, self.depth[back]]
+    for r in np.unique(ret_pc):
+      who = back[ret_pc == r]
+      cf, call = self.prog.code[int(r) - 1]
+      callee = self.prog.mod.functions[call.args[1].name]
+      for dst, src in zip(call.args[0].items, callee.rets): self.copy_param(who, self.prog.sym[src and f"{callee.name}/{src.name}"][1],
+                                                                            self.prog.sym[dst.name][1], src.size)
+      self.pc[who] = int(r)
+
+  def call(self, sel, pc: int, ins: Instr) -> None:
+    name = ins.args[1].name
+    callee = self.prog.mod.functions.get(name)
+    if callee is None or not callee.body: raise PTXUnsupported(f"PTX: call of {name}, which has no body in this module")
+    th = self.threads(sel)
+    if (self.depth[th] >= _MAX_DEPTH).any(): raise PTXFault("CUDA_ERROR_LAUNCH_FAILED", f"call stack deeper than {_MAX_DEPTH} at '{ins.text}'")
+    for src, dst in zip(ins.args[2].items, callee.params):
+      self.copy_param(th, self.prog.sym[src.name][1], self.prog.sym[f"{callee.name}/{dst.name}"][1], dst.size)
+    self.stack[th, self.depth[th]] = pc + 1
+    self.depth[th] += 1
+    self.pc[th] = self.prog.start[name]
+
+  def copy_param(self, th: np.ndarray, src: int, dst: int, size: int) -> None:
+    self.params[th, dst:dst + size] = self.params[th, src:src + size]
+
+@functools.lru_cache(maxsize=256)
+def _program(text: str, entry: str) -> Program: return Program(parse(text), entry)
+
+def run_ptx(ptx: str, entry: str, grid: Sequence[int], block: Sequence[int], params: Sequence[int], mem: Any,
+            chunk_threads: int = CHUNK_THREADS) -> None:
+  """Runs `entry` of the PTX module over grid x block threads. params: each .param's raw integer value in order (pointers
+  as device addresses, floats as their bits); mem.buffer(addr) -> (uint8 array of the allocation holding addr, offset).
+  Raises PTXFault for what a GPU faults on, PTXUnsupported for PTX this interpreter does not implement."""
+  prog = _program(ptx, entry)
+  grid3 = tuple(int(x) for x in tuple(grid) + (1,) * (3 - len(grid)))
+  block3 = tuple(int(x) for x in tuple(block) + (1,) * (3 - len(block)))
+  if len(params) != len(prog.entry_params):
+    raise PTXUnsupported(f"PTX entry {entry} takes {len(prog.entry_params)} parameters, the launch gave {len(params)}")
+  kparams = np.zeros(max(prog.kparam_size, 1), np.uint8)
+  for (_, v, off), val in zip(prog.entry_params, params):
+    kparams[off:off + v.size] = np.frombuffer((int(val) & ((1 << (8 * v.size)) - 1)).to_bytes(v.size, "little"), np.uint8)
+  T = block3[0] * block3[1] * block3[2]
+  nb = grid3[0] * grid3[1] * grid3[2]
+  per = max(1, chunk_threads // max(T, 1))
+  with np.errstate(all="ignore"):
+    for first in range(0, nb, per):
+      Machine(prog, grid3, block3, first, min(per, nb - first), kparams, mem).run()
