@@ -190,7 +190,8 @@ def convert(x, dt: str, st: str, mods: set[str]) -> np.ndarray:
     info = np.iinfo(vd)
     x64 = np.where(np.isnan(x64), 0.0, x64)
     big = x64 >= float(info.max)
-    out = np.clip(x64, float(info.min), float(info.max) if info.bits < 64 else 0.0).astype(vd)
+    top = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)  # 2**63 and 2**64 are not representable
+    out = np.clip(x64, float(info.min), top).astype(vd)
     return np.where(big, vd(info.max), out).astype(vd)
   if not is_float(st) and is_float(dt):  # int -> float
     rnd = next((m for m in mods if m in ("rn", "rz", "rm", "rp")), "rn")

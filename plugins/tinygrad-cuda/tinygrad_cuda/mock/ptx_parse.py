@@ -88,7 +88,7 @@ def _events(text: str):
       continue
     if ch == "{":
       s = "".join(buf).strip()
-      if not s or re.search(r"\.(entry|func)\b", s):
+      if not s or re.search(r"\.(entry|func)\b", s) or re.fullmatch(r"(\s*[\w$]+\s*:)+\s*", s):
         if s: yield ("stmt", s)
         buf = []
         yield ("open",)
@@ -250,6 +250,8 @@ def parse(text: str) -> Module:
   i = 0
   while i < len(events):
     ev = events[i]
+    if ev[0] == "stmt":  # .version/.target/.address_size end without ';': they prefix the next statement
+      ev = ("stmt", re.sub(r"^(\s*\.(version|target|address_size)\s+[^\n]*\n)+", "", ev[1] + "\n").strip())
     if ev[0] == "stmt" and re.search(r"\.(entry|func)\b", ev[1]):
       name, entry, params, rets = _header(ev[1])
       if i + 1 < len(events) and events[i + 1][0] == "open":
