@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from tinycore import Device, Tensor, dtypes
+from tinycore.device import is_dtype_supported
 from tinycore.ops import Ops
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -91,12 +92,17 @@ def test_float_floordiv_mod_match_numpy_and_torch(anydev):
 
 def test_float_floordiv_inexact_divisor(anydev):
   """1 // 0.1 is 9 in numpy and torch (0.1 is a little above a tenth): the remainder must be exact, a - q*b with one
-  rounding. Only a device that fuses the multiply-add (CLANG, through FMA contraction) gets it today."""
-  if anydev != "CLANG":
-    pytest.xfail("Tensor.fmod computes a - trunc(a/b)*b with a rounded product: exact only where the device fuses it (no portable FMA op)")
-  a, b = np.array([1.0, 0.3, -0.3], np.float32), np.array([0.1, 0.1, 0.1], np.float32)
-  with np.errstate(divide="ignore", invalid="ignore"): ref = a // b
-  np.testing.assert_array_equal((Tensor(a, device=anydev) // Tensor(b, device=anydev)).numpy(), ref)
+  rounding. Only CLANG (through FMA contraction) got it until the product was taken in float64."""
+  rng = np.random.default_rng(1)
+  for dt in ("float32", "float16"):
+    if not is_dtype_supported(getattr(dtypes, dt), anydev): continue
+    a = np.concatenate([[1.0, 0.3, -0.3, 7.0], rng.uniform(-50, 50, 500)]).astype(dt)
+    b = np.concatenate([[0.1, 0.1, 0.1, 0.7], rng.uniform(0.01, 3, 500) * rng.choice([-1, 1], 500)]).astype(dt)
+    x, y = Tensor(a, device=anydev), Tensor(b, device=anydev)
+    with np.errstate(divide="ignore", invalid="ignore"): ref_div, ref_mod, ref_fmod = a // b, a % b, np.fmod(a, b)
+    np.testing.assert_array_equal((x // y).numpy(), ref_div, err_msg=dt)
+    np.testing.assert_array_equal((x % y).numpy(), ref_mod, err_msg=dt)
+    np.testing.assert_array_equal(x.fmod(y).numpy(), ref_fmod, err_msg=dt)
 
 # *** differential test: every ALU op on edge values, against numpy, every device ***
 

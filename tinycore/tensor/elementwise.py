@@ -11,7 +11,10 @@ from tinycore.lazy import LazyBuffer
 from tinycore.errors import ShapeError, ArgumentError, DimError, DTypeError
 from tinycore.ops import Ops
 from tinycore.tensor.args import _broadcast_shape, _py_int_dtype
+from tinycore.device import is_dtype_supported
 if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+_EXACT_PRODUCT = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.float32: dtypes.float64}
 
 class ElementwiseMixin:
   __slots__ = ()
@@ -174,7 +177,11 @@ class ElementwiseMixin:
       if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors is not supported")
       return F.BinaryNoGrad.apply(a, b, op=Ops.MOD)
     q = (a / b).trunc()
-    r = a - q * b
+    # q * b rounded would move r by up to half an ulp of the product (1 fmod 0.1 came out -1.5e-8, not 0.09999999):
+    # q and b carry a float's significand each, so their product is exact in a type with twice the bits, where declared
+    if (wide := _EXACT_PRODUCT.get(a.dtype)) is not None and is_dtype_supported(wide, a.device):
+      r = (a.cast(wide) - q.cast(wide) * b.cast(wide)).cast(a.dtype)
+    else: r = a - q * b  # exact only where the device fuses the multiply-add (float64 everywhere, float32 without float64)
     # the quotient may round across an integer: bring r back into (-|b|, |b|) with self's sign
     ab = b.abs()
     r = ((r != 0) & ((r < 0) != (a < 0))).where(r + a.sign() * ab, r)

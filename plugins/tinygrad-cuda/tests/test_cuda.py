@@ -5,9 +5,10 @@ import ctypes.util
 import pytest
 from tinycore.backend import CompileError, DeviceError
 from tinycore.dtype import dtypes
+from tinycore.ops import Ops
 from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_python
 import tinygrad_cuda
-from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason
+from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason, nvrtc_version
 from tinygrad_cuda.renderer import CUDARenderer
 
 from tinycore_conformance import programs as kernels  # hand-built linear programs every renderer must compile
@@ -138,7 +139,8 @@ def test_ptxas_error_carries_its_log():
 def test_cachekey_names_toolchain_arch_and_output():
   a, b, c = NVRTCCompiler("sm_80"), NVRTCCompiler("sm_80"), NVRTCCompiler("sm_90", "ptx")
   assert a.cachekey == b.cachekey and a.cachekey != c.cachekey
-  assert "nvrtc 12." in a.cachekey and "sm_80" in a.cachekey and "cubin" in a.cachekey and "compute_90" in c.cachekey
+  major, minor = nvrtc_version()  # the installed toolkit's, whichever it is (12.x here, 13.0 on the H100 machine)
+  assert f"nvrtc {major}.{minor}" in a.cachekey and "sm_80" in a.cachekey and "cubin" in a.cachekey and "compute_90" in c.cachekey
 
 @needs_nvrtc
 def test_compiler_hook_works_without_gpu(monkeypatch):
@@ -166,3 +168,16 @@ def test_gpu_offset_and_transfer(dev):
   out = bytearray(16)
   al.copyout(memoryview(out), al._offset(dst, 16, 32))
   assert bytes(out) == bytes(range(32, 48))
+
+def _negation(dt) -> list:
+  p = kernels.Prog()
+  g, zero = p.glob(0, dt), p.const(dtypes.int32, 0)
+  p.store(g, zero, p.alu(Ops.NEG, dt, p.load(g, zero)))
+  return p.uops
+
+@pytest.mark.parametrize("dt, expr", [(dtypes.int8, "((int)((unsigned)(-val0) << 24) >> 24)"),
+                                      (dtypes.int16, "((int)((unsigned)(-val0) << 16) >> 16)"), (dtypes.int32, "(-val0)")])
+def test_narrow_negation_wraps_without_a_narrow_cast(dt, expr):
+  """NVRTC 13.0 on an H100 computed ((short)(-x)) < y with a 32-bit negation and no wrap (-(-32768) < 32766 false;
+  conformance level 4, fused -a<b int16): int8/int16 negation is spelled as an unsigned shift pair instead."""
+  assert expr in CUDARenderer("sm_90").render("neg", _negation(dt))

@@ -32,6 +32,13 @@ class CUDARenderer(CStyleLanguage):
   infinity = "__int_as_float(0x7f800000)"
   nan = "__int_as_float(0x7fffffff)"
 
+  # -x of a narrow signed int: NVRTC 13.0 compiles ((short)(-x)) < y with the negation in 32 bits and no wrap, so
+  # -(-32768) < 32766 came out false on an H100 (every spelling through a cast did; -G or a sign-extending shift pair
+  # did not). The shifts wrap in unsigned arithmetic (no signed overflow) and sign-extend with an arithmetic right shift.
+  code_for_op = {**CStyleLanguage.code_for_op,
+                 Ops.NEG: lambda x, dt: (f"((int)((unsigned)(-{x}) << {32 - 8 * dt.itemsize}) >> {32 - 8 * dt.itemsize})"
+                                         if dt in (dtypes.int8, dtypes.int16) else CStyleLanguage.code_for_op[Ops.NEG](x, dt))}
+
   def __init__(self, arch: str = "sm_80"):
     n = arch_number(arch)
     supported = tuple(d for d in dtypes.all if (d != dtypes.float16 or n >= 53) and (d != dtypes.bfloat16 or n >= 80))

@@ -10,7 +10,7 @@ from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_kernel, run_python
 import tinygrad_nv
-from tinygrad_cuda.compiler import PTXASCompiler, find_ptxas
+from tinygrad_cuda.compiler import PTXASCompiler, find_ptxas, ptxas_version
 from tinygrad_nv import f64math
 from tinygrad_nv.ptx import PTXRenderer, ptx_version
 
@@ -64,6 +64,20 @@ def test_render_loop_var_gate_and_hoisted_constants():
   g = PTXRenderer().render("g", kernels.gated())
   assert re.search(r"@%p\d+ ld\.global\.f32", g) and re.search(r"@%p\d+ st\.global\.f32", g) and "mad.lo.s32" in g and ".maxntid" not in g
 
+def test_params_in_launch_order():
+  """The runner passes buffers by number, then variables by name, whatever order the linearizer listed them in. The NV
+  renderer once declared them in list order: on an H100 `a - b` came out as `b - a` (found by conformance level 4)."""
+  i32 = dtypes.int32
+  p = kernels.Prog()
+  g2, g0, g1 = p.glob(2, i32), p.glob(0, i32), p.glob(1, i32)
+  n, m = p(Ops.DEFINE_VAR, i32, arg=("n", 1, 9)), p(Ops.DEFINE_VAR, i32, arg=("m", 1, 9))
+  zero = p.const(i32, 0)
+  p.store(g0, zero, p.alu(Ops.ADD, i32, p.alu(Ops.ADD, i32, p.load(g1, zero), p.load(g2, zero)), p.alu(Ops.ADD, i32, n, m)))
+  src = PTXRenderer("sm_80").render("order", p.uops)
+  params = re.findall(r"\.param \.\w+ (\w+)", src)
+  assert params == ["data0", "data1", "data2", "var_m", "var_n"], params
+  if find_ptxas(): assert PTXASCompiler("sm_80").compile(src)[:4] == b"\x7fELF"
+
 def test_render_dtypes():
   ren = PTXRenderer("sm_80")
   h = ren.render("h", kernels.all_ops(dtypes.float16))
@@ -107,7 +121,7 @@ def test_core_codegen_kernels_assemble():
 def test_compiler_hook_and_errors(monkeypatch):
   monkeypatch.setenv("CUDA_ARCH", "sm_90")
   c = tinygrad_nv.tinycore_compiler(device="NV")
-  assert isinstance(c, PTXASCompiler) and c.arch == "sm_90" and "ptxas V12." in c.cachekey
+  assert isinstance(c, PTXASCompiler) and c.arch == "sm_90" and f"ptxas {ptxas_version(find_ptxas())} " in c.cachekey
   bad = PTXRenderer("sm_90").render("k", kernels.elementwise()).replace("add.rn.f32", "add.rn.f33")
   with pytest.raises(CompileError, match="ptxas"): c.compile(bad)
 

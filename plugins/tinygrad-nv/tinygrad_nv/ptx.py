@@ -3,8 +3,9 @@
 Registers by class: %p predicates (bool), %r 32-bit integers (int8..uint32; 8- and 16-bit values are kept sign- or
 zero-extended and re-normalized after arithmetic, so they wrap like the narrow type), %rd 64-bit integers and addresses,
 %h 16-bit floats (half, bfloat16: stored as bits, computed in f32 and rounded once), %f f32, %fd f64.
-Float add/mul are .rn (never contracted into fma, like the reference). f32 exp2/log2/sin use the .approx instructions;
-f64 exp2/log2/sin, which PTX lacks, are the instruction sequences of f64math.py."""
+Float add/mul are .rn (never contracted into fma, like the reference). f32 exp2/log2 use the .approx instructions; f32 sin goes
+through f64 (sin.approx.f32 has no range reduction: off by ~1e-5 at |x| = 100, seen on an H100); f64 exp2/log2/sin,
+which PTX lacks, are the instruction sequences of f64math.py."""
 from __future__ import annotations
 import struct
 from collections import defaultdict
@@ -64,7 +65,7 @@ class _Kernel(f64math.Ops64):
   def __init__(self, ren: PTXRenderer, name: str, uops: list[UOp]):
     self.ren, self.name, self.uops = ren, name, uops
     self.lines: list[str] = []
-    self.params: list[str] = []
+    self.params: list[tuple[tuple, str]] = []  # (launch-order key, declaration)
     self.shared: list[str] = []
     self.counts: dict[str, int] = defaultdict(int)
     self.r: dict[UOp, str] = {}
@@ -189,7 +190,9 @@ class _Kernel(f64math.Ops64):
         keep_a = self.op("or.pred", "p", self.op(f"setp.gt.{t}", "p", *x), self.op(f"setp.nan.{t}", "p", x[0], x[0]))
         return self.op(f"selp.{t}", cls, x[0], x[1], keep_a)
       if op in (Ops.EXP2, Ops.LOG2, Ops.SIN):
-        if dt == dtypes.float32: return self.op({Ops.EXP2: "ex2.approx.f32", Ops.LOG2: "lg2.approx.f32", Ops.SIN: "sin.approx.f32"}[op], "f", x[0])
+        # sin.approx.f32 is off by ~1e-5 past |x| = pi (no range reduction): f32 sin goes through the f64 sequence instead
+        if dt == dtypes.float32 and op is Ops.SIN: return self.op("cvt.rn.f32.f64", "f", f64math.sin(self, self.op("cvt.f64.f32", "fd", x[0])))
+        if dt == dtypes.float32: return self.op({Ops.EXP2: "ex2.approx.f32", Ops.LOG2: "lg2.approx.f32"}[op], "f", x[0])
         return {Ops.EXP2: f64math.exp2, Ops.LOG2: f64math.log2, Ops.SIN: f64math.sin}[op](self, x[0])
       raise NotImplementedError(f"PTX: {op} on {dt}")
     t, b, cls = _int_t(dt), _bits(dt), reg_class(dt)
@@ -244,10 +247,10 @@ class _Kernel(f64math.Ops64):
     for u in self.uops:
       op, dt, src = u.op, u.dtype, u.src
       if op is Ops.DEFINE_GLOBAL:
-        self.params.append(f".param .u64 data{u.arg}")
+        self.params.append(((0, u.arg, ""), f".param .u64 data{u.arg}"))
         self.r[u] = self.op("cvta.to.global.u64", "rd", self.op("ld.param.u64", "rd", f"[data{u.arg}]"))
       elif op is Ops.DEFINE_VAR:
-        self.params.append(f".param .s32 var_{u.arg[0]}")
+        self.params.append(((1, 0, u.arg[0]), f".param .s32 var_{u.arg[0]}"))
         self.r[u] = self.op("ld.param.s32", "r", f"[var_{u.arg[0]}]")
       elif op is Ops.DEFINE_LOCAL:
         self.shared.append(f".shared .align 16 .b8 {u.arg[0]}[{u.arg[1] * dt.base.itemsize}];")
@@ -313,5 +316,5 @@ class _Kernel(f64math.Ops64):
       bounds = f".maxntid {prod(a[1] for a in specials if a[0][0] == 'l')}, 1, 1\n"
     regs = [f"  .reg {_CLASS_DECL[c]} %{c}<{n}>;" for c, n in sorted(self.counts.items())]
     return "\n".join([f"// tinycore PTX for {self.ren.arch}", f".version {ptx_version(self.ren.arch)}", f".target {self.ren.arch}",
-                      ".address_size 64", "", f".visible .entry {self.name}(", ",\n".join(f"  {p}" for p in self.params), f")\n{bounds}{{",
+                      ".address_size 64", "", f".visible .entry {self.name}(", ",\n".join(f"  {p}" for _, p in sorted(self.params)), f")\n{bounds}{{",
                       *regs, *(f"  {s}" for s in self.shared), *self.lines, "  ret;", "}", ""])
