@@ -97,10 +97,6 @@ def call(fn, *args) -> None:
 
 @pytest.mark.parametrize("op,dt", t4.ALU_PARAMS, ids=[f"{o.name}-{dtname(d)}" for o, d in t4.ALU_PARAMS])
 def test_alu(tb, op, dt):
-  if tb[0].device == "NV" and op.name == "SIN" and dt == dtypes.float32:
-    # measured on an H100 (2026-11-26): sin.approx.f32 is off by up to 1.3e-6 for |x| <= 10 and 1e-5 for |x| <= 100, beyond the
-    # level's 4 ulp + ulp(1.0); the interpreter models its range reduction, so the NV renderer's sin.approx fails here as on the GPU
-    pytest.xfail("NV renders SIN f32 as sin.approx.f32, less accurate than conformance level 4 asks (as measured on an H100)")
   call(t4.test_alu, tb[0], tb[1], Repro(), op, dt)
 
 @pytest.mark.parametrize("src,dst", t4.CAST_PARAMS, ids=[f"{dtname(s)}-{dtname(d)}" for s, d in t4.CAST_PARAMS])
@@ -117,6 +113,9 @@ def test_fused(tb, name, dt): call(t4.test_fused, tb[0], tb[1], Repro(), name, d
 
 @pytest.mark.parametrize("kind,dt", t4.STRUCT_PARAMS, ids=[f"{k}-{dtname(d)}" for k, d in t4.STRUCT_PARAMS])
 def test_structure(tb, kind, dt): call(t4.test_structure, tb[0], tb[1], Repro(), kind, dt)
+
+@pytest.mark.parametrize("order", [(0, 2, 1), (2, 1, 0), (1, 0, 2)], ids=lambda o: "-".join(map(str, o)))
+def test_argument_order(tb, order): call(t4.test_argument_order, tb[0], Repro(), order)
 
 def test_nested_loops(tb): call(t4.test_nested_loops, tb[0], tb[1], Repro())
 
