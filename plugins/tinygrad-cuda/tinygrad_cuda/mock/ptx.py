@@ -63,6 +63,7 @@ class Program:
       self.start[f.name] = len(code)
       code += [(f, i) for i in f.body]
     self.code = code
+    self._uses: dict[str, dict[str, int]] = {}
     self.layout()
     self.fns = [self.compile(f, i, pc) for pc, (f, i) in enumerate(code)]
     self.blocks = self.make_blocks()
@@ -97,6 +98,42 @@ class Program:
       self.data.append((addr, buf, g.space))
       self.sym[g.name] = (g.space, addr)
       addr += max(g.size, 1)
+
+  def contracted(self, ins: Instr) -> tuple[tuple, int] | None:
+    """For an add/sub without a rounding modifier: ((a, b), k) when its operand 1 or 2 (k is the other one) is the only
+    use of `mul d, a, b` without a rounding modifier earlier in the same straight-line code, with a and b unchanged since."""
+    parts = ins.op.split(".")
+    if any(p in ("rn", "rz", "rm", "rp") for p in parts) or len(ins.args) != 3: return None
+    f = next(fn for fn in self.funcs if any(i is ins for i in fn.body))
+    uses = self.uses(f.name)
+    i = next(k for k, x in enumerate(f.body) if x is ins)
+    stops = set(f.labels.values())
+    for k in (1, 2):
+      src = ins.args[k]
+      if not isinstance(src, Reg) or uses.get(src.name, 0) != 1: continue
+      for j in range(i - 1, -1, -1):
+        prev = f.body[j]
+        if j + 1 in stops or prev.op.split(".")[0] in _TERMINATORS: break
+        if prev.args and prev.args[0] == src:
+          pp = prev.op.split(".")
+          ok = pp[0] == "mul" and pp[-1] == parts[-1] and not any(p in ("rn", "rz", "rm", "rp") for p in pp) and prev.guard is None
+          between = {a for x in f.body[j + 1:i] for a in x.args[:1] if isinstance(a, Reg)}
+          if ok and not (set(a for a in prev.args[1:] if isinstance(a, Reg)) & between): return (prev.args[1], prev.args[2]), 3 - k
+          break
+    return None
+
+  def uses(self, fname: str) -> dict[str, int]:
+    """How often each register is read in a function."""
+    if fname in self._uses: return self._uses[fname]
+    n = self._uses[fname] = {}
+    def walk(a):
+      if isinstance(a, Reg): n[a.name] = n.get(a.name, 0) + 1
+      elif isinstance(a, Vec): [walk(x) for x in a.items]
+      elif isinstance(a, Addr) and a.base is not None: walk(a.base)
+    for ins in self.mod.functions[fname].body:
+      for a in ins.args[1:] if ins.op.split(".")[0] not in ("st",) else ins.args: walk(a)
+      if ins.guard: n[ins.guard[0]] = n.get(ins.guard[0], 0) + 1
+    return n
 
   def symbol_address(self, name: str) -> int:
     if name not in self.sym: raise PTXUnsupported(f"PTX: unknown symbol {name.split('/')[-1]}")

@@ -1,13 +1,17 @@
 """The semantics of PTX's non-memory, non-control instructions, vectorized over the threads that execute them.
 
 Rules the code keeps:
-- integers wrap at their width; shifts clamp the amount at the width; div/rem truncate toward zero (x/0 gives all ones
-  for div and x for rem, as the hardware); .cc/addc/madc carry through a per-thread carry flag.
+- integers wrap at their width; shifts clamp the amount at the width; div/rem truncate toward zero (x/0 and x%0 give all
+  ones, as measured on an H100); .cc/addc/madc carry through a per-thread carry flag.
 - floats round once in the named mode: f32/f64 add, sub, mul, div, sqrt, rcp are numpy's correctly rounded IEEE ops; fma
   is computed in float64 with an exact product (f32, f16, bf16) or with an error-free product (f64); f16 and bf16 compute
   in float32 and round once to nearest even. .ftz flushes f32 subnormal inputs and results to signed zero.
-- cvt rounds float->int with rni/rzi/rmi/rpi and saturates (NaN -> 0), int->int wraps (or saturates with .sat),
+- NaN: f32/f16/bf16 arithmetic and conversions to or from f16/bf16 give the canonical NaN (0x7FFFFFFF, 0x7FFF); f64 and
+  rcp.rn.f32 keep the payload (measured on an H100 with random bit patterns).
+- cvt rounds float->int with rni/rzi/rmi/rpi and saturates (NaN -> 0, or 0x8000000000000000 for 64-bit), int->int wraps (or saturates with .sat),
   float->float narrows with rn/rz/rm/rp.
+- ptxas contracts an add/sub without a rounding modifier whose operand is the only use of a mul without one into an fma
+  (cuda_fp16's __hmul then __hadd become fma.rn.f16 on the GPU): the interpreter does the same (Program.contracted).
 - approximate instructions, as measured on an H100 (1M inputs, 2026-11-26): sin/cos.approx.f32 are off by up to 5.7e-7 in
   [-pi, pi], 1.3e-6 for |x| <= 10, 1e-5 for |x| <= 100 (their f32 range reduction): modelled as a scaling by 1/2pi in f32
   rounded toward zero, which gives errors of that size (not the same bits). ex2.approx.f32 (<= 2 ulp measured),
@@ -53,8 +57,17 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   err = (p - (s - bb)) + (c - bb)  # s + err == p + c exactly
   r = s + (err + e)
   plain = p + c
-  ok = np.isfinite(r) & np.isfinite(p) & (np.abs(a) < 1e150) & (np.abs(b) < 1e150) & (np.abs(p) > 1e-290) | (p == 0)
-  return np.where(ok & np.isfinite(plain), r, plain)
+  exact = (np.abs(a) < 1e295) & (np.abs(b) < 1e295) & (np.abs(p) < 1e300) & ((np.abs(p) > 1e-290) | (p == 0))  # the split and e are exact
+  return np.where(exact & np.isfinite(r) & np.isfinite(plain), r, plain)
+
+_CANON = {"f32": np.uint32(0x7FFFFFFF).view(np.float32), "f16": np.uint16(0x7FFF).view(np.float16), "bf16": np.uint32(0x7FFF0000).view(np.float32)}
+
+def canonical_nan(v: np.ndarray, t: str) -> np.ndarray:
+  """f32/f16/bf16 arithmetic returns the canonical NaN (all payload bits set, sign clear), as the hardware does (measured on
+  an H100); f64 keeps the payload."""
+  if t not in _CANON: return v
+  v = np.asarray(v)
+  return np.where(np.isnan(v), _CANON[t], v).astype(v.dtype)
 
 def _fma(a, b, c, t: str) -> np.ndarray:
   if t == "f64": return fma64(a, b, c)
@@ -95,7 +108,7 @@ def _int_div(a, b, t: str, rem: bool) -> np.ndarray:
     r = (a - q * bs).astype(vd)
   else:
     q, r = a // bs, a % bs
-  if rem: return np.where(zero, a, r).astype(vd)
+  if rem: return np.where(zero, vd(-1) if is_signed(t) else np.iinfo(vd).max, r).astype(vd)  # x % 0: all ones (measured)
   return np.where(zero, vd(-1) if is_signed(t) else np.iinfo(vd).max, q).astype(vd)
 
 def _shift(a, b, t: str, left: bool) -> np.ndarray:
@@ -161,6 +174,7 @@ def _float_unary(name: str, t: str, mods: set[str]) -> Callable:
         y = 1.0 / x64 if t != "f64" else 1.0 / np.asarray(x, np.float64)
       else: raise PTXUnsupported(f"PTX {name}.{t}")
     r = from_f64(y, t)
+    r = r if name == "rcp" else canonical_nan(r, t)  # rcp.rn.f32 keeps the NaN payload (measured)
     return _ftz(r) if "ftz" in mods and t == "f32" else r
   return f
 
@@ -190,11 +204,13 @@ def convert(x, dt: str, st: str, mods: set[str]) -> np.ndarray:
     rnd = next((m for m in mods if m in ("rni", "rzi", "rmi", "rpi")), "rzi")
     x64 = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[rnd](x64)
     info = np.iinfo(vd)
-    x64 = np.where(np.isnan(x64), 0.0, x64)
+    nan = np.isnan(x64)
+    x64 = np.where(nan, 0.0, x64)
     big = x64 >= float(info.max)
     top = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)  # 2**63 and 2**64 are not representable
-    out = np.clip(x64, float(info.min), top).astype(vd)
-    return np.where(big, vd(info.max), out).astype(vd)
+    out = np.where(big, vd(info.max), np.clip(x64, float(info.min), top).astype(vd)).astype(vd)
+    if info.bits == 64: out = np.where(nan, np.uint64(1 << 63).astype(vd), out).astype(vd)  # NaN -> 0x8000000000000000 (measured)
+    return out
   if not is_float(st) and is_float(dt):  # int -> float
     rnd = next((m for m in mods if m in ("rn", "rz", "rm", "rp")), "rn")
     if rnd != "rn": raise PTXUnsupported(f"PTX cvt.{rnd}.{dt}.{st}")
@@ -206,9 +222,10 @@ def convert(x, dt: str, st: str, mods: set[str]) -> np.ndarray:
     x64 = x.astype(np.float64)
     if "ftz" in mods and st == "f32": x64 = _ftz(x.astype(np.float32)).astype(np.float64)
     irnd = next((m for m in mods if m in ("rni", "rzi", "rmi", "rpi")), None)
-    if irnd: return from_f64({"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[irnd](x64), dt)
+    if irnd: return canonical_nan(from_f64({"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[irnd](x64), dt), dt)
     rnd = next((m for m in mods if m in ("rn", "rz", "rm", "rp")), "rn")
     r = _round_float(x64, dt, rnd)
+    if {dt, st} & {"f16", "bf16"}: r = canonical_nan(r, dt)  # conversions to and from 16-bit floats canonicalize NaN (measured)
     return _ftz(r) if "ftz" in mods and dt == "f32" else r
   # int -> int: wrap (the source is already read at its own width), or saturate
   if "sat" in mods:
@@ -347,9 +364,18 @@ def alu(ins: Instr, prog) -> Callable:
   if fl:
     if t in ("f16x2", "bf16x2"): raise PTXUnsupported(f"PTX packed instruction {ins.op}")
     ct = np.float32 if t in ("f16", "bf16") else value_dtype(t)  # f16/bf16 compute in f32, round once
-    def rnd(v): return from_f64(np.asarray(v, np.float64), t) if t in ("f16", "bf16") else fz(np.asarray(v).astype(ct))
+    def rnd(v): return canonical_nan(from_f64(np.asarray(v, np.float64), t) if t in ("f16", "bf16") else fz(np.asarray(v).astype(ct)), t)
     ins_f = lambda i: (lambda rr: (lambda m, sel: fz(np.asarray(rr(m, sel)).astype(ct))))(R(i))  # noqa: E731
     w = W(0)
+    if name in ("add", "sub") and (fused := prog.contracted(ins)) is not None:  # ptxas fuses an unrounded mul into this add
+      fa, fb = (reader(x, t, prog) for x in fused[0])
+      rc = ins_f(fused[1])
+      neg = name == "sub" and fused[1] == 1  # c - a*b
+      def contracted(m, sel):
+        a, b = np.asarray(fa(m, sel)).astype(ct), np.asarray(fb(m, sel)).astype(ct)
+        with np.errstate(all="ignore"): v = canonical_nan(_fma(-a if neg else a, b, -rc(m, sel) if name == "sub" and not neg else rc(m, sel), t), t)
+        w(m, sel, _ftz(v) if ftz else v)
+      return contracted
     if name in ("add", "sub", "mul", "div"):
       ra, rb = ins_f(1), ins_f(2)
       if name == "div" and "approx" in mods:
@@ -366,7 +392,7 @@ def alu(ins: Instr, prog) -> Callable:
     if name in ("fma", "mad"):
       ra, rb, rc = ins_f(1), ins_f(2), ins_f(3)
       def fma(m, sel):
-        with np.errstate(all="ignore"): v = _fma(ra(m, sel), rb(m, sel), rc(m, sel), "f32" if t == "f32" else t)
+        with np.errstate(all="ignore"): v = canonical_nan(_fma(ra(m, sel), rb(m, sel), rc(m, sel), t), t)
         w(m, sel, _ftz(v) if ftz else v)
       return fma
     if name in ("neg", "abs"):
@@ -377,6 +403,12 @@ def alu(ins: Instr, prog) -> Callable:
       if ftz:
         rf = ins_f(1)
         return lambda m, sel: w(m, sel, -rf(m, sel) if name == "neg" else np.abs(rf(m, sel)))
+      if t in ("f16", "bf16"):  # these give the canonical NaN (measured); f32/f64 only flip or clear the sign bit
+        rf = R(1)
+        def neg16(m, sel):
+          x = np.asarray(rf(m, sel))
+          w(m, sel, canonical_nan(np.where(np.isnan(x), x, -x if name == "neg" else np.abs(x)), t))
+        return neg16
       if name == "neg": return lambda m, sel: wb(m, sel, np.asarray(rb_(m, sel)) ^ sign)
       return lambda m, sel: wb(m, sel, np.asarray(rb_(m, sel)) & ~sign)
     if name in ("min", "max"):
