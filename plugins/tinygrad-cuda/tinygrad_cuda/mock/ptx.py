@@ -35,7 +35,8 @@ SHARED_WINDOW = 1 << 56  # generic address of shared byte 0 (cvta.shared)
 LOCAL_WINDOW = 2 << 56   # generic address of local byte 0 (cvta.local)
 MODULE_DATA = 3 << 56    # where the module's own .global/.const variables live
 WINDOW_SIZE = 1 << 32
-CHUNK_THREADS = 8192     # threads run at once, in whole blocks
+CHUNK_THREADS = 8192     # threads run at once, in whole blocks,
+REGISTER_BUDGET = 1 << 27  # and fewer where their registers and local memory would take more bytes than this
 _WAIT = 1 << 40          # added to the pc of a thread parked at bar.sync
 _MAX_DEPTH = 32
 
@@ -64,6 +65,8 @@ class Program:
       code += [(f, i) for i in f.body]
     self.code = code
     self._uses: dict[str, dict[str, int]] = {}
+    self.reg_dtypes = {name: np.dtype(storage_dtype(t)) for name, t in self.regs.items()}
+    self.register_bytes = sum(d.itemsize for d in self.reg_dtypes.values())
     self.layout()
     self.fns = [self.compile(f, i, pc) for pc, (f, i) in enumerate(code)]
     self.blocks = self.make_blocks()
@@ -224,9 +227,13 @@ def memory_op(ins: Instr, prog: Program) -> Callable:
     return ld
   rs = [reader(x, et, prog) for x in items]
   def st(m, sel):
-      a = np.broadcast_to(np.asarray(addr(m, sel)), (m.count(sel),))
-      v = np.stack([np.broadcast_to(np.asarray(r(m, sel)).astype(vd), a.shape) for r in rs], axis=1)
-      m.store(space, a, w, vec, sel, np.ascontiguousarray(v).view(np.uint8).reshape(len(a), w * vec), ins)
+    n = m.count(sel)
+    vals = []
+    for r in rs:
+      v = np.asarray(r(m, sel)).astype(vd, copy=False)
+      vals.append(v if v.ndim and v.shape[0] == n else np.full(n, v, vd))
+    v = vals[0] if vec == 1 else np.stack(vals, axis=1)
+    m.store(space, addr(m, sel), w, vec, sel, np.ascontiguousarray(v).view(np.uint8).reshape(n, w * vec), ins)
   return st
 
 class Machine:
@@ -237,7 +244,7 @@ class Machine:
     T = block[0] * block[1] * block[2]
     self.T, self.nblk, self.n = T, nblocks, T * nblocks
     n = self.n
-    self.r = {name: np.zeros(n, storage_dtype(t)) for name, t in prog.regs.items()}
+    self.r = {name: np.zeros(n, dt) for name, dt in prog.reg_dtypes.items()}
     self.carry = np.zeros(n, np.uint8)
     t = np.arange(n, dtype=np.int64)
     self.bidx = t // T
@@ -258,6 +265,8 @@ class Machine:
     self.local = np.zeros(max(prog.local_size, 1) * n, np.uint8)
     self.params = np.zeros((n, max(prog.param_size, 1)), np.uint8)
     self.kparams = kparams
+    self.ranges: list[tuple[int, int, np.ndarray]] = []
+    self.spans: dict[int, np.ndarray] = {}
     self.pc = np.zeros(n, np.int64)
     self.stack = np.zeros((n, _MAX_DEPTH), np.int64)
     self.depth = np.zeros(n, np.int64)
@@ -280,39 +289,49 @@ class Machine:
 
   # *** memory ***
   def _bytes(self, space: str, addr: np.ndarray, nbytes: int, sel, ins: Instr):
-    """(flat byte array, indices (n, nbytes) into it, resolved space) for the accesses, or for global memory a list of
-    them per allocation (_global); raises on a bad address."""
-    a = np.asarray(addr).astype(np.uint64)
-    a = np.broadcast_to(a, (self.count(sel),))
-    unit = nbytes if nbytes in (1, 2, 4, 8, 16) else 1
-    if len(a) and (bad := np.flatnonzero(a % np.uint64(min(unit, 16)))).size:
-      k = int(bad[0])
+    """(flat byte array, indices (n, nbytes) into it, resolved space) for the accesses, or for global memory spread over
+    several allocations a list of (array, indices, rows) (_global); raises on a bad address."""
+    a, n = np.asarray(addr), self.count(sel)
+    if a.ndim == 0 or a.shape[0] != n: a = np.full(n, a, np.uint64)
+    elif a.dtype != np.uint64: a = a.astype(np.uint64)
+    unit = min(nbytes, 16) if nbytes in (1, 2, 4, 8, 16, 32) else 1
+    if unit > 1 and n and (mis := a & np.uint64(unit - 1)).any():
+      k = int(np.flatnonzero(mis)[0])
       raise PTXFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"'{ins.text.split(chr(10))[0]}': {self.where(sel, k)} accesses {nbytes} bytes at "
                      f"misaligned address {int(a[k]):#x}")
+    if n == 0: return np.zeros(1, np.uint8), np.zeros((0, nbytes), np.int64), space
+    span = self.span(nbytes)
     if space == "generic":
-      win = a >> np.uint64(32)
-      shared, local = win == np.uint64(SHARED_WINDOW >> 32), win == np.uint64(LOCAL_WINDOW >> 32)
-      if shared.all(): return self._bytes("shared", a - np.uint64(SHARED_WINDOW), nbytes, sel, ins)
-      if local.all(): return self._bytes("local", a - np.uint64(LOCAL_WINDOW), nbytes, sel, ins)
-      if (shared | local).any(): raise PTXUnsupported(f"PTX: one generic access '{ins.text}' spans several state spaces")
+      lo, hi = int(a.min()), int(a.max())
+      for sp, base in (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW)):
+        if base <= lo and hi < base + WINDOW_SIZE: return self._bytes(sp, a - np.uint64(base), nbytes, sel, ins)
+      if not (hi < SHARED_WINDOW or lo >= LOCAL_WINDOW + WINDOW_SIZE):
+        win = a >> np.uint64(32)
+        if ((win == np.uint64(SHARED_WINDOW >> 32)) | (win == np.uint64(LOCAL_WINDOW >> 32))).any():
+          raise PTXUnsupported(f"PTX: one generic access '{ins.text}' spans several state spaces")
       space = "global"
-    span = np.arange(nbytes, dtype=np.int64)
     if space in ("shared", "local"):
       size = self.prog.shared_size if space == "shared" else self.prog.local_size
-      ai = a.astype(np.int64)
-      if len(ai) and (bad := np.flatnonzero((a > np.uint64(1 << 40)) | (ai + nbytes > size))).size:
-        k = int(bad[0])
+      ai = a.view(np.int64)
+      if (bad := (ai < 0) | (ai + nbytes > size)).any():
+        k = int(np.flatnonzero(bad)[0])
         raise PTXFault("CUDA_ERROR_ILLEGAL_ADDRESS", f"'{ins.text}': {self.where(sel, k)} accesses {nbytes} bytes at {space} address "
                        f"{int(a[k]):#x}, past the {size} bytes of {space} memory")
       row = self.bidx[sel] if space == "shared" else self.threads(sel)
       return (self.shared if space == "shared" else self.local), (row * size + ai)[:, None] + span, space
     if space == "kparam":
-      if len(a) and int(a.max()) + nbytes > self.prog.kparam_size: raise PTXUnsupported(f"PTX: '{ins.text}' reads past the kernel parameters")
-      return self.kparams, a.astype(np.int64)[:, None] + span, space
+      if int(a.max()) + nbytes > self.prog.kparam_size: raise PTXUnsupported(f"PTX: '{ins.text}' reads past the kernel parameters")
+      return self.kparams, a.view(np.int64)[:, None] + span, space
     if space == "param":
-      flat = self.params.reshape(-1)
-      return flat, (self.threads(sel) * self.params.shape[1] + a.astype(np.int64))[:, None] + span, space
+      return self.params.reshape(-1), (self.threads(sel) * self.params.shape[1] + a.view(np.int64))[:, None] + span, space
+    lo, hi = int(a.min()), int(a.max())
+    for start, end, buf in self.ranges:  # the allocations this launch has touched
+      if start <= lo and hi + nbytes <= end: return buf, (a.view(np.int64) - start)[:, None] + span, "global"
     return self._global(a, nbytes, sel, ins, span)
+
+  def span(self, nbytes: int) -> np.ndarray:
+    if nbytes not in self.spans: self.spans[nbytes] = np.arange(nbytes, dtype=np.int64)
+    return self.spans[nbytes]
 
   def _global(self, a: np.ndarray, nbytes: int, sel, ins: Instr, span: np.ndarray):
     """The accesses grouped by allocation: [(buffer, byte indices, rows of a)]."""
@@ -321,6 +340,7 @@ class Machine:
       first = int(a[todo[0]])
       if (o := self._owner(first)) is None: self._illegal(sel, int(todo[0]), first, nbytes, ins)
       buf, base = o
+      self.ranges.append((base, base + len(buf), buf))
       rel = a[todo].astype(np.int64) - base if first < (1 << 63) else np.full(len(todo), -1)
       inside = (a[todo] >= np.uint64(base)) & (rel >= 0) & (rel < len(buf))
       rows = todo[inside]
@@ -348,7 +368,7 @@ class Machine:
       return out
     buf, idx, sp = got
     if sp == "shared": self._race(idx, sel, ins, write=False)
-    return np.ascontiguousarray(buf[idx])
+    return buf[idx]
 
   def store(self, space: str, addr, w: int, vec: int, sel, data: np.ndarray, ins: Instr) -> None:
     got = self._bytes(space, addr, w * vec, sel, ins)
@@ -380,14 +400,16 @@ class Machine:
   # *** control ***
   def run(self) -> None:
     prog, EXIT = self.prog, len(self.prog.code)
-    pc = self.pc
+    pc, single, ALL = self.pc, self.n == 1, slice(None)
     while True:
-      p = int(pc.min())
+      p = int(pc[0]) if single else int(pc.min())
       if p >= EXIT:
         if p >= _WAIT: raise PTXFault("CUDA_ERROR_LAUNCH_FAILED", "deadlock: threads wait at bar.sync that others can never reach")
         return
-      eq = pc == p
-      sel: Any = slice(None) if eq.all() else np.flatnonzero(eq)
+      if single: sel: Any = ALL
+      else:
+        eq = pc == p
+        sel = ALL if eq.all() else np.flatnonzero(eq)
       fns, last = prog.blocks[p]
       for fn in fns: fn(self, sel)
       f, ins = prog.code[last]
@@ -476,7 +498,8 @@ def run_ptx(ptx: str, entry: str, grid: Sequence[int], block: Sequence[int], par
     kparams[off:off + v.size] = np.frombuffer((int(val) & ((1 << (8 * v.size)) - 1)).to_bytes(v.size, "little"), np.uint8)
   T = block3[0] * block3[1] * block3[2]
   nb = grid3[0] * grid3[1] * grid3[2]
-  per = max(1, chunk_threads // max(T, 1))
+  per_thread = prog.register_bytes + prog.local_size + prog.param_size + 64
+  per = max(1, min(chunk_threads, REGISTER_BUDGET // per_thread) // max(T, 1))
   with np.errstate(all="ignore"):
     for first in range(0, nb, per):
       Machine(prog, grid3, block3, first, min(per, nb - first), kparams, mem).run()
