@@ -127,7 +127,7 @@ class Memory:
       return self.kparams, a.view(np.int64)[:, None] + span, space
     if space == "param":
       return self.params.reshape(-1), (self.threads(sel) * self.params.shape[1] + a.view(np.int64))[:, None] + span, space
-    lo, hi = int(a.min()), int(a.max())
+    lo, hi = (int(a[0]), int(a[0])) if n == 1 else (int(a.min()), int(a.max()))
     for start, end, buf in self.ranges:  # the allocations this launch has touched
       if start <= lo and hi + nbytes <= end: return buf, (a.view(np.int64) - start)[:, None] + span, "global"
     return self._global(a, nbytes, sel, ins, span)

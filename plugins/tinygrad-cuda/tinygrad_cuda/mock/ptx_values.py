@@ -141,9 +141,12 @@ def writer(op, t: str, prog) -> Writer:
     def wr_bf16(m, sel, v): m.r[name][sel] = bf16_bits(v).astype(S)
     return wr_bf16
   U = _UINT[w]
-  if w >= sw:
-    def wr_same(m, sel, v): m.r[name][sel] = np.asarray(v).astype(vd, copy=False).view(U).astype(S, copy=False)
+  if w == sw:
+    def wr_same(m, sel, v): m.r[name][sel] = np.asarray(v, vd).view(S)
     return wr_same
+  if w > sw:
+    def wr_trunc(m, sel, v): m.r[name][sel] = np.asarray(v, vd).view(U).astype(S)
+    return wr_trunc
   if is_signed(t):
     SI = _SINT[sw]
     def wr_sext(m, sel, v): m.r[name][sel] = np.asarray(v).astype(vd, copy=False).astype(SI).view(S)
