@@ -87,14 +87,14 @@ class Program:
       self.sym[g.name] = (g.space, addr)
       addr += max(g.size, 1)
 
-  def contracted(self, ins: Instr) -> tuple[tuple, int] | None:
-    """For an add/sub without a rounding modifier: ((a, b), k) when its operand 1 or 2 (k is the other one) is the only
-    use of `mul d, a, b` without a rounding modifier earlier in the same straight-line code, with a and b unchanged since."""
+  def contracted(self, ins: Instr, site: tuple[Any, int]) -> tuple[tuple, int] | None:
+    """For an add/sub without a rounding modifier at body index i of function f (site): ((a, b), k) when its operand 1 or
+    2 (k is the other one) is the only use of `mul d, a, b` without a rounding modifier earlier in the same straight-line
+    code, with a and b unchanged since."""
     parts = ins.op.split(".")
     if any(p in ("rn", "rz", "rm", "rp") for p in parts) or len(ins.args) != 3: return None
-    f = next(fn for fn in self.funcs if any(i is ins for i in fn.body))
+    f, i = site
     uses = self.uses(f.name)
-    i = next(k for k, x in enumerate(f.body) if x is ins)
     stops = set(f.labels.values())
     for k in (1, 2):
       src = ins.args[k]
@@ -133,7 +133,7 @@ class Program:
     if base in _TERMINATORS or base in _IGNORED: return None
     if base in ("ld", "st", "ldu"): fn = memory_op(ins, self)
     elif base == "atom": raise PTXUnsupported(f"PTX instruction {ins.op}")
-    else: fn = alu(ins, self)
+    else: fn = alu(ins, self, (f, pc - self.start[f.name]))
     if ins.guard is None: return fn
     pred, neg = ins.guard
     def guarded(m, sel):

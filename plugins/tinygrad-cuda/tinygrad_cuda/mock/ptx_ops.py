@@ -281,8 +281,9 @@ def bfi(f, b, pos, ln, t: str) -> np.ndarray:
   fb = np.where(pos >= w, U(0), (_bits_u(f, t) << np.minimum(pos, w - 1).astype(U)).astype(U))
   return ((fb & mask) | (_bits_u(b, t) & ~mask)).astype(U).view(value_dtype(t))
 
-def alu(ins: Instr, prog) -> Callable:
-  """fn(machine, sel) executing an arithmetic, logic, compare, select, convert or move instruction."""
+def alu(ins: Instr, prog, site: tuple[Any, int]) -> Callable:
+  """fn(machine, sel) executing an arithmetic, logic, compare, select, convert or move instruction; site: (function, index
+  in its body), where ptxas's contraction of a mul into this add is looked for."""
   parts = ins.op.split(".")
   name, ts, mods = parts[0], types_of(ins.op), mods_of(ins.op)
   if not ts: raise PTXUnsupported(f"PTX instruction {ins.op} (no type)")
@@ -367,7 +368,7 @@ def alu(ins: Instr, prog) -> Callable:
     def rnd(v): return canonical_nan(from_f64(np.asarray(v, np.float64), t) if t in ("f16", "bf16") else fz(np.asarray(v).astype(ct)), t)
     ins_f = lambda i: (lambda rr: (lambda m, sel: fz(np.asarray(rr(m, sel)).astype(ct))))(R(i))  # noqa: E731
     w = W(0)
-    if name in ("add", "sub") and (fused := prog.contracted(ins)) is not None:  # ptxas fuses an unrounded mul into this add
+    if name in ("add", "sub") and (fused := prog.contracted(ins, site)) is not None:  # ptxas fuses an unrounded mul into this add
       fa, fb = (reader(x, t, prog) for x in fused[0])
       rc = ins_f(fused[1])
       neg = name == "sub" and fused[1] == 1  # c - a*b
