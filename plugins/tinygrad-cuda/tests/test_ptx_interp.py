@@ -290,6 +290,33 @@ def test_off_by_one_index_shows():
   a, b, o = MEM.put(x), MEM.put(x), MEM.put(np.zeros(1024, np.float32))
   with pytest.raises(PTXFault): run_ptx(bad, "k", (16, 1, 1), (64, 1, 1), [o, a, b], MEM)
 
+@pytest.mark.parametrize("mode", ["l.wrap", "r.wrap", "l.clamp", "r.clamp"])
+def test_funnel_shift(mode):
+  """shf (NVRTC's rotates, in the random number kernels) against the definition on Python integers."""
+  ptx = f""".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 inp)
+{{
+  .reg .b32 %r<6>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd0, [out]; ld.param.u64 %rd1, [inp];
+  mov.u32 %r0, %tid.x; mul.wide.u32 %rd2, %r0, 12; add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r1, [%rd3]; ld.global.u32 %r2, [%rd3+4]; ld.global.u32 %r3, [%rd3+8];
+  shf.{mode}.b32 %r4, %r1, %r2, %r3;
+  mul.wide.u32 %rd4, %r0, 4; add.s64 %rd5, %rd0, %rd4; st.global.u32 [%rd5], %r4;
+  ret;
+}}"""
+  rng = np.random.default_rng(3)
+  x = rng.integers(0, 2 ** 32, (64, 3), dtype=np.uint64).astype(np.uint32)
+  x[:, 2] = np.arange(64) % 40
+  a, o = MEM.put(x), MEM.put(np.zeros(64, np.uint32))
+  run_ptx(ptx, "k", (1, 1, 1), (64, 1, 1), [o, a], MEM)
+  def ref(lo: int, hi: int, c: int) -> int:
+    n = c % 32 if "wrap" in mode else min(c, 32)
+    v = (hi << 32) | lo
+    return ((v << n) >> 32) & 0xFFFFFFFF if mode[0] == "l" else (v >> n) & 0xFFFFFFFF
+  np.testing.assert_array_equal(MEM.get(o, np.uint32), [ref(int(lo), int(hi), int(c)) for lo, hi, c in x])
+
 def test_unsupported_instruction_is_named():
   src = _nv(programs.elementwise()).replace("add.rn.f32", "tanh.approx.f32 %f9, %f9;\n  add.rn.f32", 1)
   src = src.replace(".reg .f32 %f<", ".reg .f32 %f9;\n  .reg .f32 %f<")

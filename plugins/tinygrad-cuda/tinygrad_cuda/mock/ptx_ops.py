@@ -358,6 +358,16 @@ def alu(ins: Instr, prog, site: tuple[Any, int]) -> Callable:
     ra, w = R(1), W(0, "u32")
     fn = clz if name == "clz" else popc
     return lambda m, sel: w(m, sel, fn(ra(m, sel), t))
+  if name == "shf":  # funnel shift of the 64 bits b:a (b high), by c mod 32 (wrap) or at most 32 (clamp)
+    ra, rb, rc, w = R(1), R(2), R(3, "u32"), W(0)
+    left, wrap = "l" in parts[1:], "wrap" in parts
+    def shf(m, sel):
+      v = (np.asarray(rb(m, sel)).astype(np.uint64) << np.uint64(32)) | np.asarray(ra(m, sel)).astype(np.uint64)
+      c = np.asarray(rc(m, sel)).astype(np.uint64)
+      n = c & np.uint64(31) if wrap else np.minimum(c, np.uint64(32))
+      r = (v << n) >> np.uint64(32) if left else v >> n
+      w(m, sel, (r & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    return shf
   if name == "bfi":
     rf, rb, rp, rl, w = R(1), R(2), R(3, "u32"), R(4, "u32"), W(0)
     return lambda m, sel: w(m, sel, bfi(rf(m, sel), rb(m, sel), rp(m, sel), rl(m, sel), t))
