@@ -98,6 +98,11 @@ class Memory:
     if a.ndim == 0 or a.shape[0] != n: a = np.full(n, a, np.uint64)
     elif a.dtype != np.uint64: a = a.astype(np.uint64)
     unit = min(nbytes, 16) if nbytes in (1, 2, 4, 8, 16, 32) else 1
+    if n == 1 and space == "global":  # one thread (a loop in a single thread): plain integers
+      x = int(a[0])
+      if x % unit == 0:
+        for start, end, buf in self.ranges:
+          if start <= x and x + nbytes <= end: return buf, self.span(nbytes)[None, :] + (x - start), "global"
     if unit > 1 and n and (mis := a & np.uint64(unit - 1)).any():
       k = int(np.flatnonzero(mis)[0])
       raise PTXFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"'{ins.text.split(chr(10))[0]}': {self.where(sel, k)} accesses {nbytes} bytes at "

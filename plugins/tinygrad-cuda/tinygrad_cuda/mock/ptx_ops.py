@@ -3,6 +3,7 @@
 Rules the code keeps:
 - integers wrap at their width; shifts clamp the amount at the width; div/rem truncate toward zero (x/0 and x%0 give all
   ones, as measured on an H100); .cc/addc/madc carry through a per-thread carry flag.
+- every function here runs inside run_ptx's np.errstate(all="ignore"): float overflow and NaN are results, not warnings.
 - floats round once in the named mode: f32/f64 add, sub, mul, div, sqrt, rcp are numpy's correctly rounded IEEE ops; fma
   is computed in float64 with an exact product (f32, f16, bf16) or with an error-free product (f64); f16 and bf16 compute
   in float32 and round once to nearest even. .ftz flushes f32 subnormal inputs and results to signed zero.
@@ -67,7 +68,8 @@ def canonical_nan(v: np.ndarray, t: str) -> np.ndarray:
   an H100); f64 keeps the payload."""
   if t not in _CANON: return v
   v = np.asarray(v)
-  return np.where(np.isnan(v), _CANON[t], v).astype(v.dtype)
+  nan = v != v
+  return np.where(nan, _CANON[t], v).astype(v.dtype) if nan.any() else v
 
 def _fma(a, b, c, t: str) -> np.ndarray:
   if t == "f64": return fma64(a, b, c)
@@ -143,7 +145,7 @@ def compare(cmp: str, a, b, t: str) -> np.ndarray:
     if cmp == "num": return ~unordered
     if cmp == "nan": return unordered
     base = cmp[:-1] if cmp.endswith("u") else cmp
-    with np.errstate(invalid="ignore"): r = _CMP_INT[base](a, b)
+    r = _CMP_INT[base](a, b)
     return (r | unordered) if cmp.endswith("u") else (r & ~unordered) if base == "ne" else r
   if cmp in ("lo", "ls", "hi", "hs") and is_signed(t):
     U = _UINT[type_bytes(t)]
@@ -384,7 +386,7 @@ def alu(ins: Instr, prog, site: tuple[Any, int]) -> Callable:
       neg = name == "sub" and fused[1] == 1  # c - a*b
       def contracted(m, sel):
         a, b = np.asarray(fa(m, sel)).astype(ct), np.asarray(fb(m, sel)).astype(ct)
-        with np.errstate(all="ignore"): v = canonical_nan(_fma(-a if neg else a, b, -rc(m, sel) if name == "sub" and not neg else rc(m, sel), t), t)
+        v = canonical_nan(_fma(-a if neg else a, b, -rc(m, sel) if name == "sub" and not neg else rc(m, sel), t), t)
         w(m, sel, _ftz(v) if ftz else v)
       return contracted
     if name in ("add", "sub", "mul", "div"):
@@ -392,18 +394,17 @@ def alu(ins: Instr, prog, site: tuple[Any, int]) -> Callable:
       if name == "div" and "approx" in mods:
         def divap(m, sel):
           a, b = ra(m, sel), rb(m, sel)
-          with np.errstate(all="ignore"): q = a * (np.float32(1) / b)
+          q = a * (np.float32(1) / b)
           q = np.where((np.abs(b) > np.float32(2.0 ** 126)) & np.isfinite(b), np.where(np.isinf(a), np.nan, 0 * a), q)
           w(m, sel, rnd(q))
         return divap
       f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[name]
-      def arith(m, sel):
-        with np.errstate(all="ignore"): w(m, sel, rnd(f(ra(m, sel), rb(m, sel))))
+      def arith(m, sel): w(m, sel, rnd(f(ra(m, sel), rb(m, sel))))  # run_ptx ignores float warnings
       return arith
     if name in ("fma", "mad"):
       ra, rb, rc = ins_f(1), ins_f(2), ins_f(3)
       def fma(m, sel):
-        with np.errstate(all="ignore"): v = canonical_nan(_fma(ra(m, sel), rb(m, sel), rc(m, sel), t), t)
+        v = canonical_nan(_fma(ra(m, sel), rb(m, sel), rc(m, sel), t), t)
         w(m, sel, _ftz(v) if ftz else v)
       return fma
     if name in ("neg", "abs"):

@@ -71,6 +71,7 @@ class Module:
 
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 
+@functools.cache
 def type_bytes(t: str) -> int:
   if t == "pred": return 1
   if t.endswith("x2"): return 2 * type_bytes(t[:-2])

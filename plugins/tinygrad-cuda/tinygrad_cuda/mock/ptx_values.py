@@ -6,6 +6,7 @@ as its own type: a narrower type takes the low bits; a wider one (a load or a cv
 the type's signedness. Values are numpy arrays of the type's value dtype: int/uint of the width, float16/float32/float64;
 bf16 values are float32 (they are exact there) and are rounded to nearest-even when written."""
 from __future__ import annotations
+import functools
 from typing import Any, Callable
 import numpy as np
 from tinygrad_cuda.mock.ptx_parse import Imm, PTXUnsupported, Reg, Special, Sym, Vec, type_bytes
@@ -14,6 +15,7 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SINT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 _FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32}
 
+@functools.cache
 def value_dtype(t: str) -> Any:
   """The numpy dtype an instruction of type t computes in."""
   if t == "pred": return np.bool_
