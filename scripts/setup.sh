@@ -5,7 +5,8 @@ set -euo pipefail
 
 # Debian packages the project uses. Later issues append here; a name the archive lacks is skipped with a note.
 APT_PACKAGES=(clang pocl-opencl-icd ocl-icd-opencl-dev graphviz
-              clang-19 lld-19 llvm-19)  # clang-19's amdgcn target for tinygrad-amd and clang++-19 for tinygrad-metal's syntax check
+              clang-19 lld-19 llvm-19   # clang-19's amdgcn target for tinygrad-amd and clang++-19 for tinygrad-metal's syntax check
+              mesa-vulkan-drivers)      # lavapipe: the software Vulkan driver wgpu finds for tinygrad-webgpu where no GPU is
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}

@@ -20,7 +20,7 @@ def _runnable(dev: str) -> str:
     pytest.skip(f"{dev} cannot run here: {type(e).__name__}: {e}")
   pytest.skip(f"{dev} cannot run here")
 
-@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL"])
+@pytest.fixture(params=["CLANG", "PYTHON", "OPENCL", "LLVM"])
 def anydev(request) -> str:
   return _runnable(request.param)
 
@@ -76,6 +76,19 @@ def test_int_division_by_zero_and_overflow(anydev, dt):
   assert ((x // y) * y + x % y == x).numpy()[4:7].all()
 
 def _trunc_div(p: int, q: int) -> int: return abs(p) // abs(q) * (1 if (p < 0) == (q < 0) else -1)
+
+@pytest.mark.parametrize("dt", ["int32", "int64"])
+def test_signed_overflow_wraps_where_an_operand_repeats(anydev, dt):
+  """C calls signed overflow undefined, and clang folded (a+1)<a to false and (a*2)//2 to a on CLANG and OPENCL; the
+  op set says integers wrap (numpy's answer)."""
+  i = np.iinfo(dt)
+  a = np.array([i.max, i.max - 1, 5, -7, i.min, i.min + 1, 0], dt)
+  x = Tensor(a, device=anydev)
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(((x + 1) < x).numpy(), (a + 1) < a)
+    np.testing.assert_array_equal(((x * 2) // 2).numpy(), (a * 2) // 2)
+    np.testing.assert_array_equal((-x < 0).numpy(), -a < 0)
+    np.testing.assert_array_equal(((x << 1) >> 1).numpy(), (a << 1) >> 1)
 
 def test_float_floordiv_mod_match_numpy_and_torch(anydev):
   a = np.array([7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 5.0, np.inf, 1.0, np.nan, -1.0, 1.0, 0.75], np.float32)
@@ -141,7 +154,7 @@ def test_int_alu_edges(dt):
   bits = np.dtype(dt).itemsize * 8
   sh = (np.abs(b.astype(np.int64)) % bits).astype(dt)
   results = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y, s = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev), Tensor(sh, device=dev)
     except pytest.skip.Exception: continue
     out = {op: f(x, y).numpy() for op, f in INT_TENSOR_OPS.items()}
@@ -181,7 +194,7 @@ def test_float_alu_edges(dt):
   e = _float_edges(dt)
   a, b = np.repeat(e, len(e)), np.tile(e, len(e))
   per_dev = {}
-  for dev in ("CLANG", "PYTHON", "OPENCL"):
+  for dev in ("CLANG", "PYTHON", "OPENCL", "LLVM"):
     try: x, y = Tensor(a, device=_runnable(dev)), Tensor(b, device=dev)
     except pytest.skip.Exception: continue
     per_dev[dev] = ({op: f(x, y).numpy() for op, (f, _) in FLOAT_BINARY.items()}, {op: f(x).numpy() for op, (f, _) in FLOAT_UNARY.items()})

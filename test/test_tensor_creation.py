@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
+from tinycore.ops import Ops
 
 
 # *** creation ***
@@ -243,6 +244,18 @@ def test_randint():
   with pytest.raises(ValueError, match="low < high"): Tensor.randint(3, low=5, high=5)
   with pytest.raises(TypeError, match="integer dtype"): Tensor.randint(3, dtype=dtypes.float32)
   with pytest.raises(TypeError, match="float dtype"): Tensor.rand(3, dtype=dtypes.int32)
+
+@pytest.mark.parametrize("low,high,dt", [(0, 10, dtypes.int32), (-5, 2**31, dtypes.int32), (-2**31, 2**31, dtypes.int32),
+                                         (7, 2**31 + 3, dtypes.int64), (0, 2**32, dtypes.int64), (0, 2**32 - 1, dtypes.uint32)])
+def test_randint_is_the_high_word_of_bits_times_range(dev, low, high, dt):
+  # floor(bits * range / 2^32) + low, against numpy's uint64 product; int32 ranges need no 64-bit int on the device
+  Tensor.manual_seed(3)
+  bits = Tensor._random_bits(1000, dev).numpy()[:1000].astype(np.uint64)
+  Tensor.manual_seed(3)
+  r = Tensor.randint(1000, low=low, high=high, dtype=dt, device=dev)
+  if dt == dtypes.int32:
+    assert not {dtypes.int64, dtypes.uint64} & {u.dtype for s in r.schedule() if s.ast.op is Ops.SINK for u in s.ast.toposort()}
+  np.testing.assert_equal(r.numpy(), (((bits * np.uint64(high - low)) >> np.uint64(32)).astype(np.int64) + low).astype(dt.fmt))
 
 def test_init_bounds():
   Tensor.manual_seed(5)

@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
+from tinycore.ops import Ops
 
 torch = pytest.importorskip("torch")
 from torch_compare import check  # noqa: E402 (after the importorskip above)
@@ -111,6 +112,14 @@ def test_special_isnan_isinf_isfinite(dev):
 def test_round_half_to_even(dev):
   x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, -3.5000002], dtype=np.float32)
   np.testing.assert_equal(Tensor(x, device=dev).round().numpy(), np.round(x))
+
+def test_trunc_float32_needs_no_int64(dev):
+  # int64 is optional (WebGPU lacks it): float32 rounds through int32, also at and beyond 2^23 where floats are integral
+  x = np.array([-2.0**31, -8388609.0, -8388607.5, -2.7, -0.0, 0.5, 8388607.5, 8388608.0, 3e9, np.inf, -np.inf, np.nan], dtype=np.float32)
+  t = Tensor(x, device=dev).trunc()
+  si = [s for s in t.schedule() if s.ast.op is Ops.SINK][-1]
+  assert dtypes.int64 not in {u.dtype for u in si.ast.toposort()}
+  np.testing.assert_equal(t.numpy(), np.trunc(x))
 
 def test_rounding_gradients_are_zero(dev):
   for fn in (Tensor.floor, Tensor.ceil, Tensor.round, Tensor.trunc, Tensor.sign):

@@ -213,7 +213,9 @@ class Renderer:
   has_shared: bool = False
   """Local (shared) memory and barriers exist: DEFINE_LOCAL and BARRIER may appear. Needs has_local."""
   global_max: tuple[int, ...] | None = None
-  """The largest global size (number of groups) per dim; None: unbounded (with has_local=False the dims are loops)."""
+  """The largest global size (number of groups) per dim; None: unbounded (with has_local=False the dims are loops). A
+  declaration the code generator does not plan for: a kernel may get more groups along a dim, which the runtime launches
+  some other way (over several dims, in parts) or refuses with an error naming the kernel, the size and the limit."""
   local_max: tuple[int, ...] | None = None
   """The largest local size (threads per group) per dim; three positive ints when has_local, else None."""
   shared_max: int = 0

@@ -96,11 +96,14 @@ class Exp2(Function):
   def backward(self, grad: Tensor) -> Tensor: return Mul.apply(Mul.apply(self.out(), grad), _const(grad, math.log(2)))
 
 class Trunc(Function):
-  """Round toward zero; its gradient is zero (as torch). Floats beyond 2^52 (and inf, NaN) are already integral."""
+  """Round toward zero; its gradient is zero (as torch). Floats beyond 2^mantissa bits (and inf, NaN) are already
+  integral; the others go through the narrowest int that holds them: int32 for float32 and narrower, which every
+  device has (int64 is optional: WebGPU lacks it), int64 for float64."""
   def forward(self, x: LazyBuffer) -> LazyBuffer:
     if not dtypes.is_float(x.dtype): return x
-    small = x.alu(Ops.MAX, x.alu(Ops.NEG)).alu(Ops.CMPLT, x.const(2.0 ** 52))
-    return small.alu(Ops.WHERE, x.cast(dtypes.int64).cast(x.dtype), x)
+    wide = x.dtype.itemsize > 4
+    small = x.alu(Ops.MAX, x.alu(Ops.NEG)).alu(Ops.CMPLT, x.const(2.0 ** (52 if wide else 23)))
+    return small.alu(Ops.WHERE, x.cast(dtypes.int64 if wide else dtypes.int32).cast(x.dtype), x)
   def backward(self, grad: Tensor) -> Tensor: return _const(grad, 0)
 
 class Sin(Function):

@@ -114,3 +114,40 @@ def check_gpu_kernels(device: str) -> None:
   y = np.random.rand(3200).astype(np.float32)
   out, _ = run_kernel(device, "reduce_sum", kernels.reduce_sum(), [y], 128, (32, 1, 1), (1, 1, 1), vals=(100,))
   np.testing.assert_allclose(np.frombuffer(out, np.float32), y.reshape(32, 100).sum(1), rtol=1e-5)
+
+def check_runtime_edges(device: str, out_of_bounds_faults: bool = False) -> None:
+  """What a GPU runtime must get right besides results: alloc/free and copies both ways (views included), a launch with
+  local_max threads and one past it (a DeviceError naming the limit, not a crash), wait=True returning the run time, a
+  kernel replayed by TinyJit; with out_of_bounds_faults (an emulated device with guard pages), a kernel that runs off
+  its buffer fails with a DeviceError at the next synchronizing call instead of returning garbage."""
+  import numpy as np
+  import pytest
+  from tinycore import Tensor
+  from tinycore.backend import DeviceError
+  from tinycore.device import Device
+  from tinycore.engine.jit import TinyJit
+  from tinycore_conformance import programs as kernels
+  dev = Device[device]
+  al, x = dev.allocator, np.random.default_rng(0).random(1024).astype(np.float32)
+  bufs = [al.alloc(4096) for _ in range(3)]
+  for b in bufs[1:]: al.copyin(b, memoryview(x).cast("B"))
+  back = np.empty(256, np.float32)
+  al.copyout(memoryview(back).cast("B"), al._offset(bufs[1], 1024, 1024))  # a view: bytes 1024..2047
+  np.testing.assert_equal(back, x[256:512])
+  prg = dev.program(dev.device, "edges", dev.compiler.compile(dev.renderer.render("edges", kernels.elementwise())))
+  limit = dev.renderer.local_max[0]
+  t = prg(*bufs, global_size=(1, 1, 1), local_size=(limit, 1, 1), wait=True)  # at the limit: i = lidx0 < 1024
+  assert isinstance(t, float) and t >= 0, f"wait=True must return the run time in seconds, got {t!r}"
+  out = np.empty(1024, np.float32)
+  al.copyout(memoryview(out).cast("B"), bufs[0])
+  np.testing.assert_equal(out[:limit], (x + x)[:limit])
+  with pytest.raises(DeviceError): prg(*bufs, global_size=(1, 1, 1), local_size=(limit + 1, 1, 1), wait=True)
+  if out_of_bounds_faults:
+    with pytest.raises(DeviceError): prg(*bufs, global_size=(17, 1, 1), local_size=(64, 1, 1), wait=True)  # reads x[1024:1088]
+  for b in bufs: al.free(b, 4096)
+  @TinyJit
+  def step(a: Tensor, b: Tensor) -> Tensor: return (a * b + 1).sum(0).realize()
+  w = Tensor(x.reshape(32, 32), device=device)
+  for i in range(4):
+    y = np.full((32, 32), i, np.float32)
+    np.testing.assert_allclose(step(Tensor(y, device=device), w).numpy(), (y.astype(np.float64) * x.reshape(32, 32) + 1).sum(0), rtol=1e-5)

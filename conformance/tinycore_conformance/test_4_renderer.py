@@ -236,6 +236,9 @@ FUSED: dict[str, tuple] = {
   "cast(a*b)": (NUMERIC, 2, lambda dt, w: lambda a, b: UOp(Ops.CAST, w, (UOp(Ops.MUL, dt, (a, b)),)), "exact"),
   "(a+b)//c": (INTS, 3, lambda dt, w: lambda a, b, c: UOp(Ops.IDIV, dt, (UOp(Ops.ADD, dt, (a, b)), c)), "exact"),
   "(a<<c)>>c": (INTS, 3, lambda dt, w: lambda a, b, c: UOp(Ops.SHR, dt, (UOp(Ops.SHL, dt, (a, c)), c)), "exact"),
+  # an operand on both sides: a compiler that takes signed overflow for impossible folds these to b<0 and a (C's UB)
+  "(a+b)<a": (INTS, 2, lambda dt, w: lambda a, b: UOp(Ops.CMPLT, dtypes.bool, (UOp(Ops.ADD, dt, (a, b)), a)), "exact"),
+  "(a*b)//b": (INTS, 2, lambda dt, w: lambda a, b: UOp(Ops.IDIV, dt, (UOp(Ops.MUL, dt, (a, b)), b)), "exact"),
   "(a*b)+c": (NUMERIC, 3, lambda dt, w: lambda a, b, c: UOp(Ops.ADD, dt, (UOp(Ops.MUL, dt, (a, b)), c)), "fma"),
 }
 FUSED_PARAMS = [(name, dt) for name, (dts, *_) in FUSED.items() for dt in dts]
@@ -250,6 +253,7 @@ def fused_case(name: str, dt: DType, wide: DType) -> Case:
   n = 200
   cols = [list(rng.choice(np.array(e, dtype=object), n)) + randoms(dt, 40, rng, 20.0) for _ in range(arity)]
   if name in ("(a+b)//c",): cols[2] = [v if v not in (0, -1) else 3 for v in cols[2]]
+  if name == "(a*b)//b": cols[1] = [v if v not in (0, -1) else 2 for v in cols[1]]
   if name == "(a<<c)>>c": cols[2] = list(rng.integers(0, bits(dt), len(cols[2])))
   if fmode == "fma" and is_float(dt):  # where a*b overflows, a fused multiply-add and a*b+c differ by design: not asked
     mx = finfo(dt)[0]

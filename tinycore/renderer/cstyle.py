@@ -24,6 +24,8 @@ from tinycore.backend import Renderer
 
 # the C99 types behind the base type_map's OpenCL spellings that C lacks, declared by the base prelude when a kernel uses them
 # (`long` is int64 on the LP64 hosts C kernels are compiled for)
+_WRAPPING = (Ops.ADD, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC)
+_UNSIGNED_OF = {dtypes.int32: dtypes.uint32, dtypes.int64: dtypes.uint64}
 C99_TYPES = {dtypes.uint8: "unsigned char", dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int",
              dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16"}
 
@@ -97,6 +99,11 @@ class CStyleLanguage(Renderer):
   def render_cast(self, x: str, dt: DType, from_dt: DType) -> str:
     """A value converted to dt (CAST): a C cast by default."""
     return f"(({self.render_dtype(dt)})({x}))"
+  def render_wrapping(self, op: Ops, xs: list[str], dt: DType) -> str:
+    """Signed op that wraps on overflow (ADD, MUL, NEG, SHL, MULACC of int32/int64 data): done in the unsigned type of
+    the same width, where C defines the wrap, and converted back."""
+    udt = _UNSIGNED_OF[dt]
+    return self.render_cast(self.code_for_op[op](*[self.render_cast(x, udt, dt) for x in xs], udt), dt, udt)
   def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
     """The bits of x (an lvalue: the walk stores the value in a variable first) read as dt (BITCAST)."""
     return f"(*(({self.render_dtype(dt)}*)&({x})))"
@@ -146,6 +153,7 @@ class CStyleLanguage(Renderer):
     """Declarations the kernel needs before it (includes, typedefs, helper functions). The base writes a C99 prelude
     for its own spellings; a subclass for another language replaces it."""
     used = {u.dtype.scalar() for u in uops} | {u.dtype.base.scalar() for u in uops if isinstance(u.dtype, PtrDType)}
+    used |= {_UNSIGNED_OF[dt] for dt in used if dt in _UNSIGNED_OF}  # render_wrapping's
     return "#include <math.h>\n#include <stdbool.h>\n" + "".join(f"typedef {C99_TYPES[dt]} {self.type_map[dt]};\n" for dt in sorted(used, key=str)
                                                               if dt in C99_TYPES and self.type_map.get(dt) == CStyleLanguage.type_map[dt])
 
@@ -157,6 +165,11 @@ class CStyleLanguage(Renderer):
     bufs: list[tuple[str, DType, bool]] = []
     written = {u.src[0] for u in uops if u.op is Ops.STORE}
     uses = Counter(s for u in uops for s in u.src)
+    # values computed from loaded data: their signed arithmetic may overflow and must wrap (C calls it undefined, and
+    # compilers fold (a+b)<a to b<0); index arithmetic cannot overflow (the lowerer checks its reach) and stays plain
+    data: set[UOp] = set()
+    for u in uops:
+      if u.op is Ops.LOAD or any(s in data for s in u.src): data.add(u)
     counts: Counter[str] = Counter()
     depth = 1
     def emit(line: str) -> None: body.append("  " * depth + line)
@@ -216,6 +229,7 @@ class CStyleLanguage(Renderer):
           emit(f"{self.render_dtype(src[0].dtype)} {tmp} = {r[src[0]]};")
           expr = self.render_bitcast(tmp, dt, src[0].dtype)
         elif op in self.math_fns or op is Ops.RECIP: expr = self.render_math(op, r[src[0]], dt)
+        elif op in _WRAPPING and dt in _UNSIGNED_OF and u in data: expr = self.render_wrapping(op, [r[s] for s in src], dt)
         elif op in self.code_for_op: expr = self.code_for_op[op](*[r[s] for s in src], src[0].dtype if op is not Ops.WHERE else dt)
         else: raise NotImplementedError(f"{type(self).__name__} cannot render {op}")
         # C promotes narrow integers to int: cast each result back so it wraps like the op set says

@@ -231,9 +231,18 @@ class CreationMixin:
     device = Device.canonicalize(kwargs.pop("device", None))
     if kwargs: raise TypeError(f"randint got unexpected arguments {sorted(kwargs)}")
     bits = cls._random_bits(prod(shape), device)
-    # floor(u * range) for u = bits / 2^32, exactly, in 64-bit integer arithmetic
-    r = ((bits.cast(dtypes.uint64) * (high - low)) >> 32).cast(dtypes.int64) + low
+    # floor(u * range) for u = bits / 2^32, exactly: the high word of bits * range, in uint32 arithmetic (64-bit ints are
+    # optional: WebGPU lacks them); int64 only for values that int32 cannot hold
+    hi = bits if high - low == 2**32 else cls._mul_high32(bits, high - low)
+    r = hi.cast(dtypes.int32 if -2**31 <= low and high <= 2**31 else dtypes.int64) + low
     return cls(r.cast(dt).reshape(shape).lazydata, requires_grad=rg)
+  @staticmethod
+  def _mul_high32(x: Tensor, c: int) -> Tensor:
+    """The high 32 bits of the 64-bit product of uint32 x and the constant c < 2^32, from 16-bit halves in uint32."""
+    xl, xh, cl, ch = x & 0xFFFF, x >> 16, c & 0xFFFF, c >> 16
+    lh, hl = xl * ch, xh * cl
+    mid = ((xl * cl) >> 16) + (lh & 0xFFFF) + (hl & 0xFFFF)
+    return xh * ch + (lh >> 16) + (hl >> 16) + (mid >> 16)
   @classmethod
   def normal(cls, *shape: Any, mean: float = 0.0, std: float = 1.0, requires_grad: bool | None = None, **kwargs: Any) -> Tensor:
     """Normal with the given mean and std."""

@@ -10,6 +10,7 @@ from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_python
 import tinygrad_amd
+from tinygrad_amd import mock
 from tinygrad_amd.compiler import AMDCompiler, clang_version, find_clang, toolchain_unavailable_reason
 from tinygrad_amd.renderer import F64_MATH, AMDRenderer, wave_size
 from tinygrad_amd import runtime
@@ -50,7 +51,7 @@ def test_reason_without_hardware():
 
 def test_reason_without_the_library():
   r = run_python("from tinygrad_amd import runtime\nruntime.LIB_NAMES = ()\nimport tinygrad_amd; print(tinygrad_amd.check())",
-          HIP_LIBRARY="/nonexistent/libamdhip64.so")
+          HIP_LIBRARY="/nonexistent/libamdhip64.so", MOCKGPU="0")  # the real library's absence, also in a MOCKGPU run
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip() == "no HIP runtime (libamdhip64) found"
 
@@ -141,6 +142,7 @@ def test_cachekey():
 def test_compiler_hook_works_without_gpu(monkeypatch):
   monkeypatch.setenv("AMD_ARCH", "gfx90a")
   c = tinygrad_amd.tinycore_compiler(device="AMD")
+  if mock.enabled(): c = c.real  # MOCKGPU: clang amdgcn still compiles, then the emulated image wraps the source
   assert isinstance(c, AMDCompiler) and c.arch == "gfx90a"
 
 def test_f64_math_on_the_host():
@@ -174,3 +176,9 @@ def test_f64_math_on_the_host():
 @needs_gpu
 def test_gpu_kernels_match_numpy():
   check_gpu_kernels("AMD")
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("AMD", out_of_bounds_faults=mock.enabled())

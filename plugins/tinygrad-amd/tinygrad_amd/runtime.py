@@ -17,7 +17,12 @@ hipErrorOutOfMemory = 2
 
 @functools.cache
 def load_hip() -> ctypes.CDLL | None:
-  """libamdhip64 with the prototypes used here, or None when it is not installed."""
+  """libamdhip64 with the prototypes used here, or None when it is not installed; under MOCKGPU=1 its stand-in
+  (mock/hip.py): the one seam between GPU and emulation."""
+  from tinygrad_amd import mock
+  if mock.enabled():
+    from tinygrad_amd.mock.hip import MockHIP
+    return MockHIP()  # type: ignore[return-value]
   for name in ([os.environ["HIP_LIBRARY"]] if os.getenv("HIP_LIBRARY") else []) + list(LIB_NAMES):
     try: lib = ctypes.CDLL(name)
     except OSError: continue
@@ -81,7 +86,8 @@ def sysfs_archs(root: str = "/sys/class/kfd/kfd/topology/nodes") -> list[str]:
 class AMDDevice:
   def __init__(self, device: str, idx: int):
     self.device, self.idx = device, idx
-    archs = sysfs_archs()
+    from tinygrad_amd import mock
+    archs = ["gfx1100"] * device_count() if mock.enabled() else sysfs_archs()  # a mock GPU is a gfx1100 (or what AMD_ARCH says)
     self.arch = os.getenv("AMD_ARCH") or (archs[idx] if idx < len(archs) else None)
     if self.arch is None: raise DeviceError(f"{device}: cannot tell the GPU's gfx target from sysfs; set AMD_ARCH (e.g. gfx1100)")
     self.activate()

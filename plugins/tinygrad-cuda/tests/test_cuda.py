@@ -8,6 +8,7 @@ from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_python
 import tinygrad_cuda
+from tinygrad_cuda import mock
 from tinygrad_cuda.compiler import NVRTCCompiler, PTXASCompiler, find_ptxas, nvrtc_unavailable_reason, nvrtc_version
 from tinygrad_cuda.renderer import CUDARenderer
 
@@ -23,7 +24,8 @@ needs_gpu, no_gpu_only = hardware(GPU_WHY, "an NVIDIA GPU")
 
 def test_declaration():
   check_declaration(tinygrad_cuda, "CUDA")
-  assert tinygrad_cuda.tinycore_devices()[0].priority > 10
+  if mock.enabled(): assert tinygrad_cuda.tinycore_devices()[0].priority < 0  # emulated: used only when named
+  else: assert tinygrad_cuda.tinycore_devices()[0].priority > 10
 
 def test_import_touches_no_driver():
   r = run_python("import sys, tinygrad_cuda; tinygrad_cuda.tinycore_devices(); tinygrad_cuda.make_renderer()\n"
@@ -146,6 +148,7 @@ def test_cachekey_names_toolchain_arch_and_output():
 def test_compiler_hook_works_without_gpu(monkeypatch):
   monkeypatch.setenv("CUDA_ARCH", "sm_90")
   c = tinygrad_cuda.tinycore_compiler(device="CUDA")
+  if mock.enabled(): c = c.real  # MOCKGPU: NVRTC still compiles, then the emulated image wraps the source
   assert isinstance(c, NVRTCCompiler) and c.arch == "sm_90" and c.output == "cubin"
 
 # *** on the hardware ***
@@ -176,8 +179,15 @@ def _negation(dt) -> list:
   return p.uops
 
 @pytest.mark.parametrize("dt, expr", [(dtypes.int8, "((int)((unsigned)(-val0) << 24) >> 24)"),
-                                      (dtypes.int16, "((int)((unsigned)(-val0) << 16) >> 16)"), (dtypes.int32, "(-val0)")])
+                                      (dtypes.int16, "((int)((unsigned)(-val0) << 16) >> 16)"),
+                                      (dtypes.int32, "((int)((-((unsigned int)(val0)))))")])  # the core's wrapping form
 def test_narrow_negation_wraps_without_a_narrow_cast(dt, expr):
   """NVRTC 13.0 on an H100 computed ((short)(-x)) < y with a 32-bit negation and no wrap (-(-32768) < 32766 false;
   conformance level 4, fused -a<b int16): int8/int16 negation is spelled as an unsigned shift pair instead."""
   assert expr in CUDARenderer("sm_90").render("neg", _negation(dt))
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("CUDA", out_of_bounds_faults=mock.enabled())

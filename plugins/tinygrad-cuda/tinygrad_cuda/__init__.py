@@ -8,6 +8,7 @@ Only the allocator and the program open the driver. Devices: CUDA (= CUDA:0), CU
 from __future__ import annotations
 import os
 from tinycore.backend import Backend, lazy
+from tinygrad_cuda import mock  # loads nothing: MOCKGPU's settings
 
 TINYCORE_API_VERSION = "1.3.0"
 DEFAULT_ARCH = "sm_80"  # compile-only target when no GPU says otherwise; CUDA_ARCH=sm_XX overrides
@@ -17,7 +18,7 @@ def check(idx: int = 0) -> str | None:
   from tinygrad_cuda import runtime
   if (why := runtime.unavailable_reason(idx)) is not None: return why
   from tinygrad_cuda.compiler import nvrtc_unavailable_reason
-  return nvrtc_unavailable_reason()
+  return nvrtc_unavailable_reason() or (mock.executor_unavailable(mock.cuda_executor()) if mock.enabled() else None)
 
 def target_arch(device: str | None = None) -> str:
   """The sm_XX to compile for: $CUDA_ARCH, else the GPU's own compute capability when it can open, else sm_80."""
@@ -37,11 +38,19 @@ def make_compiler(arch: str | None = None, output: str = "cubin"):
   from tinygrad_cuda.compiler import NVRTCCompiler
   return NVRTCCompiler(arch or target_arch(), output)
 
-# priority 40: above CLANG (10) and OPENCL (5), a GPU here is what the user wants by default
-BACKEND = Backend("CUDA", priority=40, check=check, api_version=TINYCORE_API_VERSION,
-                  description="CUDA C -> NVRTC -> CUDA driver API; CUDA:n is the n-th GPU",
+def device_compiler(device: str, idx: int):
+  """The device's compiler: NVRTC to a cubin; under MOCKGPU the same compile, then an emulated image for the CPU executor."""
+  real = make_compiler(arch := target_arch(device))
+  if not mock.enabled(): return real
+  from tinycore.runtime.emulatedimage import EmulatedCompiler
+  if (ex := mock.cuda_executor()) == "ptx": return EmulatedCompiler(real, ex, {"ptx": make_compiler(arch, output="ptx").compile})
+  return EmulatedCompiler(real, ex)
+
+# priority 40: above CLANG (10) and OPENCL (5), a GPU here is what the user wants by default; emulated (MOCKGPU), it is
+# used only when asked for by name
+BACKEND = Backend("CUDA", priority=-40 if mock.enabled() else 40, check=check, api_version=TINYCORE_API_VERSION,
+                  description=mock.describe(mock.cuda_executor()) if mock.enabled() else "CUDA C -> NVRTC -> CUDA driver API; CUDA:n is the n-th GPU",
                   allocator=lazy("tinygrad_cuda.runtime:allocator"), program=lazy("tinygrad_cuda.runtime:program"),
-                  renderer=lambda device, idx: make_renderer(target_arch(device)),
-                  compiler=lambda device, idx: make_compiler(target_arch(device)))
+                  renderer=lambda device, idx: make_renderer(target_arch(device)), compiler=device_compiler)
 tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
 device_index = BACKEND.index

@@ -12,6 +12,11 @@ from tinycore.helpers import prod
 NO_DRIVER = "no libcuda.so: the NVIDIA driver is not installed"
 
 def _driver():
+  """cuda-bindings' driver module, or under MOCKGPU=1 its stand-in (mock/driver.py): the one seam between GPU and emulation."""
+  from tinygrad_cuda import mock
+  if mock.enabled():
+    from tinygrad_cuda.mock import driver as mock_driver
+    return mock_driver
   from cuda.bindings import driver
   return driver
 

@@ -9,6 +9,7 @@ from tinycore.backend import CompileError
 from tinycore.dtype import dtypes
 from tinycore_conformance.fixtures import check_declaration, check_refuses_without_hardware, hardware, run_python
 import tinygrad_metal
+from tinygrad_metal import mock
 from tinygrad_metal.compiler import MetalSyntaxCheckCompiler, syntax_check_unavailable_reason
 from tinygrad_metal.renderer import MetalRenderer
 
@@ -31,6 +32,7 @@ def test_import_touches_no_pyobjc():
   assert r.stdout.strip() == ("True" if sys.platform == "darwin" else "False")
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the reason is about PyObjC or the GPU")
+@pytest.mark.skipif(mock.enabled(), reason="MOCKGPU: the emulated Metal opens on any OS")
 def test_reason_off_macos():
   assert GPU_WHY == "Metal needs macOS"
 
@@ -112,3 +114,9 @@ def test_gpu_elementwise_and_shared():
   res = bytearray(2048)
   dev.allocator.copyout(memoryview(res), out)
   np.testing.assert_equal(np.frombuffer(res, np.float32), x.reshape(8, 64)[:, ::-1].reshape(-1))
+
+@needs_gpu
+def test_runtime_edges():
+  """Limits, failures, timing and TinyJit through the runtime (on an emulated device, a kernel off its buffer faults too)."""
+  from tinycore_conformance.fixtures import check_runtime_edges
+  check_runtime_edges("METAL", out_of_bounds_faults=mock.enabled())

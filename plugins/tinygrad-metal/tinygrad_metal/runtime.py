@@ -11,12 +11,18 @@ from tinycore.helpers import prod
 from tinygrad_metal.renderer import METAL_STD
 
 def _metal():
+  """PyObjC's Metal module, or under MOCKGPU=1 its stand-in (mock/metal.py): the one seam between GPU and emulation."""
+  from tinygrad_metal import mock
+  if mock.enabled():
+    from tinygrad_metal.mock import metal as mock_metal
+    return mock_metal
   import Metal
   return Metal
 
 @functools.cache
 def _devices() -> tuple[list[Any], str | None]:
-  if sys.platform != "darwin": return [], "Metal needs macOS"
+  from tinygrad_metal import mock
+  if sys.platform != "darwin" and not mock.enabled(): return [], "Metal needs macOS"
   try: Metal = _metal()
   except ImportError as e: return [], f"pyobjc-framework-Metal is not installed (pip install pyobjc-framework-Metal): {e}"
   devs = list(Metal.MTLCopyAllDevices() or []) or [d for d in [Metal.MTLCreateSystemDefaultDevice()] if d is not None]

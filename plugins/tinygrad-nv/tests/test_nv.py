@@ -10,6 +10,7 @@ from tinycore.dtype import dtypes
 from tinycore.ops import Ops
 from tinycore_conformance.fixtures import check_declaration, check_gpu_kernels, check_refuses_without_hardware, hardware, run_kernel, run_python
 import tinygrad_nv
+from tinygrad_cuda import mock
 from tinygrad_cuda.compiler import PTXASCompiler, find_ptxas, ptxas_version
 from tinygrad_nv import f64math
 from tinygrad_nv.ptx import PTXRenderer, ptx_version
@@ -121,6 +122,7 @@ def test_core_codegen_kernels_assemble():
 def test_compiler_hook_and_errors(monkeypatch):
   monkeypatch.setenv("CUDA_ARCH", "sm_90")
   c = tinygrad_nv.tinycore_compiler(device="NV")
+  if mock.enabled(): c = c.real  # MOCKGPU: ptxas still assembles, then the emulated image wraps the PTX
   assert isinstance(c, PTXASCompiler) and c.arch == "sm_90" and f"ptxas {ptxas_version(find_ptxas())} " in c.cachekey
   bad = PTXRenderer("sm_90").render("k", kernels.elementwise()).replace("add.rn.f32", "add.rn.f33")
   with pytest.raises(CompileError, match="ptxas"): c.compile(bad)

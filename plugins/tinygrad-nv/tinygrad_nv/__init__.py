@@ -8,6 +8,7 @@ Devices: NV (= NV:0), NV:1, ... the same GPUs CUDA:n names, in the driver's orde
 from __future__ import annotations
 import os
 from tinycore.backend import Backend, lazy
+from tinygrad_cuda import mock  # loads nothing: MOCKGPU's settings (NV runs on tinygrad-cuda's runtime, and its mock)
 
 TINYCORE_API_VERSION = "1.3.0"
 DEFAULT_ARCH = "sm_80"
@@ -17,7 +18,8 @@ def check(idx: int = 0) -> str | None:
   from tinygrad_nv import runtime
   if (why := runtime.unavailable_reason(idx)) is not None: return why
   from tinygrad_cuda.compiler import find_ptxas
-  return None if find_ptxas() else "ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set PTXAS)"
+  if not find_ptxas(): return "ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set PTXAS)"
+  return mock.executor_unavailable("ptx") if mock.enabled() else None
 
 def target_arch(device: str | None = None) -> str:
   """$CUDA_ARCH, else the opened GPU's sm_XX, else sm_80."""
@@ -36,10 +38,19 @@ def make_compiler(arch: str | None = None):
   from tinygrad_cuda.compiler import PTXASCompiler
   return PTXASCompiler(arch or target_arch())
 
-# priority 35, just below CUDA: both drive the same GPU, CUDA C through NVRTC is the more travelled path for now
-BACKEND = Backend("NV", priority=35, check=check, api_version=TINYCORE_API_VERSION,
-                  description="PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU",
+def device_compiler(device: str, idx: int):
+  """ptxas to a cubin; under MOCKGPU the same assembly, then an emulated image of the PTX for the PTX interpreter."""
+  real = make_compiler(target_arch(device))
+  if not mock.enabled(): return real
+  from tinycore.runtime.emulatedimage import EmulatedCompiler
+  return EmulatedCompiler(real, "ptx")
+
+# priority 35, just below CUDA: both drive the same GPU, CUDA C through NVRTC is the more travelled path for now;
+# emulated (MOCKGPU), it is used only when asked for by name
+BACKEND = Backend("NV", priority=-35 if mock.enabled() else 35, check=check, api_version=TINYCORE_API_VERSION,
+                  description=mock.describe("ptx") if mock.enabled() else
+                  "PTX rendered directly -> ptxas -> cubin -> NVIDIA driver; NV:n is the n-th GPU",
                   allocator=lazy("tinygrad_nv.runtime:allocator"), program=lazy("tinygrad_nv.runtime:program_class"),
                   renderer=lambda device, idx: make_renderer(target_arch(device)),
-                  compiler=lambda device, idx: make_compiler(target_arch(device)))
+                  compiler=device_compiler)
 tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
