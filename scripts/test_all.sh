@@ -2,8 +2,8 @@
 # Every test of the project, as CI runs it: the pytest suites of the core, the plugins and the conformance suite's own
 # self-tests; the core suite again without optimizations (NOOPT=1) and a subset with BEAM search (BEAM=2), so no result
 # depends on the optimizations chosen; then the conformance suite against every backend: run for real where the
-# hardware is here (CLANG, PYTHON, OPENCL on PoCL, WEBGPU on lavapipe, LLVM), on emulated hardware (MOCKGPU=1) for CUDA, AMD and METAL, compile-only
-# for NV. Any failure stops the script with a non-zero exit code.
+# hardware is here (CLANG, PYTHON, OPENCL on PoCL, WEBGPU on lavapipe, LLVM), on emulated hardware (MOCKGPU=1) for CUDA, AMD, METAL
+# and NV. Any failure stops the script with a non-zero exit code.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=.venv/bin/python
@@ -23,15 +23,11 @@ for dev in CLANG PYTHON OPENCL LLVM WEBGPU; do
   "$PY" -m tinycore_conformance "$dev"
 done
 # the GPU backends on emulated hardware (MOCKGPU=1: the plugin's real runtime above a mock driver, kernels executed on the
-# CPU, the vendor compiler still compiling every kernel, which is why they replace the compile-only runs); NV needs the
-# PTX interpreter for that and stays compile-only until it is installed
-for dev in CUDA AMD METAL; do
+# CPU, the vendor compiler still compiling every kernel, which is why they replace the compile-only runs); NV's PTX runs on
+# the PTX interpreter (tinygrad_cuda.mock.ptx)
+for dev in CUDA AMD METAL NV; do
   echo "=== conformance $dev on emulated hardware (MOCKGPU=1)"
   MOCKGPU=1 "$PY" -m tinycore_conformance "$dev"
 done
 echo "=== pytest MOCKGPU=1: the GPU plugins' own tests, hardware tests included, on emulated hardware"
 MOCKGPU=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider plugins/tinygrad-cuda/tests plugins/tinygrad-amd/tests plugins/tinygrad-metal/tests
-for dev in NV; do
-  echo "=== conformance $dev --compile-only"
-  "$PY" -m tinycore_conformance "$dev" --compile-only
-done
