@@ -19,7 +19,7 @@ class ShapeTracker:
   @property
   def shape(self) -> tuple[sint, ...]: return self.views[-1].shape
   @property
-  def size(self) -> sint: return self.views[-1].size()
+  def size(self) -> sint: return self.views[-1].size
   @property
   def contiguous(self) -> bool: return len(self.views) == 1 and self.views[-1].contiguous
   def vars(self) -> frozenset[UOp]:

@@ -41,7 +41,10 @@ class View:
     contiguous = offset == 0 and mask is None and strides == strides_for_shape(shape)
     return View(shape, strides, offset, mask, contiguous)
 
-  def size(self) -> sint: return prod(self.shape)
+  @functools.cached_property
+  def size(self) -> sint:
+    """The number of elements (worked out once: Views are shared through create's cache, and every lazy op asks)."""
+    return prod(self.shape)
   def vars(self) -> set[UOp]:
     """The Variables in this view's shape, strides, offset and mask."""
     xs = [*self.shape, *self.strides, self.offset, *(x for m in (self.mask or ()) for x in m)]
