@@ -466,7 +466,8 @@ def test_api_round2_tinygrad_semantics():
 def test_python_scalar_of_the_tensors_kind_matches_numpy(dt, dev):
   # an int with an int tensor and a bool with a bool tensor take the tensor's dtype (made on the lazy graph directly)
   rng = _rng(7)
-  x = rng.integers(0, 2, (3, 5)).astype(bool) if dt == dtypes.bool else rng.integers(-100 if dtypes.min(dt) < 0 else 0, 100, (3, 5)).astype(to_np_dtype(dt))
+  lo = -100 if dtypes.min(dt) < 0 else 0
+  x = rng.integers(0, 2, (3, 5)).astype(bool) if dt == dtypes.bool else rng.integers(lo, 100, (3, 5)).astype(to_np_dtype(dt))
   t = Tensor(x, device=dev, dtype=dt)
   s = True if dt == dtypes.bool else 100
   for out, ref in (((t * s), x * x.dtype.type(s)), ((s * t), x.dtype.type(s) * x), ((t != s), x != s), ((t < s), x < s), ((s > t), s > x),

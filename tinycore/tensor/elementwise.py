@@ -24,7 +24,8 @@ class ElementwiseMixin:
     if y.__class__ is type(self) and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
       return (y, x) if reverse else (x, y)  # the common case: nothing to cast or broadcast
     if (yc := y.__class__) in _PY_SCALARS and not (xl := x.lazydata).var_vals and all_int(xl.shape) and \
-       ((yc is not bool and y == y and dtypes.is_float(xl.dtype)) or (yc is int and dtypes.is_int(xl.dtype)) or (yc is bool and xl.dtype == dtypes.bool)):
+       ((yc is not bool and y == y and dtypes.is_float(xl.dtype)) or (yc is int and dtypes.is_int(xl.dtype)) or
+        (yc is bool and xl.dtype == dtypes.bool)):
       # a python number that takes x's dtype (a number with a float tensor, an int with an int tensor, a bool with a bool
       # one): its constant made at x's shape on the lazy graph (the same CONST and views as below, without a
       # Tensor-level reshape and expand: ~10x less Python per op)
