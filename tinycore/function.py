@@ -162,6 +162,12 @@ class Add(Function):
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     return grad if self.needs_input_grad[0] else None, grad if self.needs_input_grad[1] else None
 
+class Sub(Function):
+  """x - y, computed as x + (-y) (the graph, and so the kernels, of Add after Neg), in one Function."""
+  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.ADD, y.alu(Ops.NEG))
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    return grad if self.needs_input_grad[0] else None, Neg.apply(grad) if self.needs_input_grad[1] else None
+
 class Mul(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MUL, y)
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:

@@ -41,6 +41,13 @@ class View:
     contiguous = offset == 0 and mask is None and strides == strides_for_shape(shape)
     return View(shape, strides, offset, mask, contiguous)
 
+  # Views are hashed whenever a schedule is looked up (its key holds every view of the graph): the hash, the generated
+  # one's value, is worked out once per View (and not pickled: a UOp's hash differs from process to process)
+  def __hash__(self) -> int:
+    if (h := self.__dict__.get("_hash")) is None:
+      h = self.__dict__["_hash"] = hash((self.shape, self.strides, self.offset, self.mask, self.contiguous))
+    return h
+  def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if k != "_hash"}
   @functools.cached_property
   def size(self) -> sint:
     """The number of elements (worked out once: Views are shared through create's cache, and every lazy op asks)."""

@@ -119,7 +119,7 @@ class ElementwiseMixin:
     """self - x."""
     a, b = self._broadcasted(x, reverse)
     if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported: use logical_xor or ^")
-    return a + (-b)
+    return F.Sub.apply(a, b)
   def mul(self, x: Any, reverse: bool = False) -> Tensor:
     """self * x."""
     return F.Mul.apply(*self._broadcasted(x, reverse))
