@@ -2,7 +2,7 @@
 from __future__ import annotations
 import functools
 from dataclasses import dataclass
-from tinycore.dtype import dtypes
+from tinycore.dtype import DType, dtypes
 from tinycore.helpers import prod
 from tinycore.uop.uop import UOp, sint, sint_to_uop
 from tinycore.uop.symbolic import simplify, ssimplify
@@ -16,6 +16,11 @@ def strides_for_shape(shape: tuple[sint, ...]) -> tuple[sint, ...]:
     strides.append(acc if s != 1 else 0)
     acc = acc * s
   return tuple(reversed(strides))
+
+def index_uop(x: sint, dt: DType) -> UOp:
+  """A size, stride or offset as a node of index arithmetic in dtype dt (a symbolic one cast to it)."""
+  if isinstance(x, int): return UOp.const(dt, x)
+  return x if x.dtype == dt else x.cast(dt)
 
 def _full(mask: tuple[tuple[sint, sint], ...] | None, shape: tuple[sint, ...]) -> bool:
   return mask is None or all(b == 0 and e == s for (b, e), s in zip(mask, shape))
@@ -58,15 +63,17 @@ class View:
     return set().union(*(x.vars() for x in xs if isinstance(x, UOp)))
 
   def to_indexed_uops(self, idxs: list[UOp], valid: UOp | None = None) -> tuple[UOp, UOp]:
-    """The buffer index and the validity condition of the element at position `idxs`."""
-    idx = sint_to_uop(self.offset)
+    """The buffer index and the validity condition of the element at position `idxs`. The arithmetic is in the dtype of
+    the indices (int32, or int64 for a kernel that reaches past int32: see codegen/lowerer.py)."""
+    dt = idxs[0].dtype if idxs else dtypes.int32
+    idx = index_uop(self.offset, dt)
     for i, s, st in zip(idxs, self.shape, self.strides):
-      if s != 1 and st != 0: idx = idx + i * sint_to_uop(st)
+      if s != 1 and st != 0: idx = idx + i * index_uop(st, dt)
     vexpr = valid if valid is not None else UOp.const(dtypes.bool, True)
     if self.mask is not None:
       for i, (b, e), s in zip(idxs, self.mask, self.shape):
-        if b != 0: vexpr = vexpr & (i >= sint_to_uop(b))
-        if e != s: vexpr = vexpr & (i < sint_to_uop(e))
+        if b != 0: vexpr = vexpr & (i >= index_uop(b, dt))
+        if e != s: vexpr = vexpr & (i < index_uop(e, dt))
     return idx, vexpr
 
   # *** movement ops; each returns a new View (or None where it cannot be expressed as one) ***
