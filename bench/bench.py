@@ -625,12 +625,20 @@ def main() -> None:
     with open(args.out, "w") as f: f.write(md)
     print(f"wrote {args.out}", file=sys.stderr)
 
+def _cpu_model() -> str:
+  """The CPU's model name (Linux), or the platform's processor string."""
+  with contextlib.suppress(OSError):
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"): return line.split(":", 1)[1].strip()
+  return platform.processor() or "unknown CPU"
+
 def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: list[str], quick: bool) -> str:
   import numpy
   lines = ["# Benchmark results", "",
            f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} with `bench/bench.py{' --quick' if quick else ''}` "
-           f"on {platform.machine()} ({os.cpu_count()} cores), Python {platform.python_version()}, numpy {numpy.__version__}."
-           + _versions(libs), "",
+           f"on {platform.machine()} ({os.cpu_count()} cores: {_cpu_model()}), Python {platform.python_version()}, numpy {numpy.__version__}."
+           + _versions(libs) + f" Load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min).", "",
            "Times are medians of many runs after a warm-up, with the result realized (synchronized) inside the timed "
            "region. `x` columns are `peer time / tinycore time` (above 1: tinycore is faster). RSS is the peak of the "
            "process that ran the case's group (one process per library and group).", ""]

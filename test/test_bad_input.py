@@ -219,10 +219,22 @@ def test_float_to_int_cast_in_range(anydev):
   np.testing.assert_array_equal(Tensor(a, device=anydev).cast(dtypes.int32).numpy(), np.trunc(a).astype(np.int32))
   assert math.isnan(Tensor([float("nan")], device=anydev).numpy()[0])
 
-def test_kernel_past_int32_index_is_refused():
+def test_kernel_past_int32_index_indexes_in_int64(anydev):
   """Found by the vocab-50257 GPT step: the staged sum of a (1024 x 50257) @ (50257 x 256) matmul views 13e9 elements,
-  past int32 index arithmetic; it wrapped around and segfaulted. It is refused by name before anything runs."""
-  a, b = Tensor.empty(8, 128, 50257), Tensor.empty(50257, 256)
-  with pytest.raises(OverflowError, match="int32 index arithmetic"): (a @ b).realize()
+  past int32 index arithmetic; it wrapped around and segfaulted. Such a kernel now indexes in int64 where the renderer
+  declares it: here a view whose offset lies past 2**32 (ten elements of a virtual 2**32-element broadcast)."""
+  x = Tensor.arange(4, device=anydev).reshape(1, 4, 1).expand(2**20, 4, 2**10).reshape(-1)
+  f = np.arange(2**32 - 1030, 2**32 - 1020)
+  np.testing.assert_array_equal((x[2**32 - 1030:2**32 - 1020] + 0).numpy(), (f // 1024) % 4)
   small = np.random.default_rng(0).standard_normal((3, 40000)).astype(np.float32)  # a staged sum under the limit still runs
   np.testing.assert_allclose((Tensor(small) @ Tensor(small.T)).numpy(), small.astype(np.float64) @ small.T.astype(np.float64), rtol=1e-4)
+
+def test_kernel_past_int32_index_is_refused_without_int64():
+  """A renderer that declares no int64 cannot index past int32: the kernel is refused by name, before anything runs."""
+  from tinycore.backend import Renderer
+  from tinycore.codegen import get_kernel
+  from tinycore.codegen.lowerer import lower
+  from tinycore.engine.schedule import create_schedule
+  x = Tensor.arange(4).reshape(1, 4, 1).expand(2**20, 4, 2**10).reshape(-1)
+  ast = create_schedule([(x[2**32 - 1030:2**32 - 1020] + 0).lazydata])[-1].ast
+  with pytest.raises(OverflowError, match="int32 index arithmetic.*declares no int64"): lower(get_kernel(ast, Renderer()))

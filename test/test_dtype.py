@@ -97,3 +97,14 @@ def test_cast_of_padded_const_keeps_padding(device, dt):
     got = Tensor.full(shape, 2.5, device=device).pad(pad).cast(dt).numpy()
     ref = np.pad(np.full(shape, 2.5, np.float64), pad).astype(to_np_dtype(dt))
     np.testing.assert_array_equal(got, ref)
+
+def test_dtype_hash_and_equality_survive_pickling_into_another_process():
+  # a dtype caches its hash; a string's hash differs per process, so a pickled dtype must work it out again when loaded
+  import pickle, subprocess, sys
+  data = pickle.dumps([dtypes.float32, dtypes.int8.vec(4), dtypes.float16.ptr()])
+  code = ("import pickle, sys; from tinycore import dtypes; f, v, p = pickle.loads(sys.stdin.buffer.read()); "
+          "assert {dtypes.float32: 1}[f] == 1 and f in {dtypes.float32} and v == dtypes.int8.vec(4) and hash(v) == hash(dtypes.int8.vec(4)); "
+          "assert p == dtypes.float16.ptr() and p != dtypes.float16 and dtypes.is_float(f) and not dtypes.is_float(p)")
+  subprocess.run([sys.executable, "-c", code], input=data, check=True, env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
+  assert dtypes.float32 == to_dtype("float") and dtypes.float32 != dtypes.float64 and (dtypes.float32 == 1.0) is False
+  assert dtypes.is_int(dtypes.uint8) and dtypes.is_unsigned(dtypes.uint64) and not dtypes.is_int(dtypes.float32)

@@ -122,3 +122,16 @@ def test_gather_padded_view_not_fused(dev):
   w = Tensor([[1.0, 2.0], [3.0, 4.0]], device=dev)
   y = w[Tensor([1, 1], device=dev)].pad(((1, 1), (0, 0))) + 1
   np.testing.assert_array_equal(y.numpy(), [[1, 1], [4, 5], [4, 5], [1, 1]])
+
+def test_several_index_tensors_report_their_own_dim(dev):
+  """x[i, j] checks each index tensor against its own dim: the error names the bad index and that dim's size (numpy's
+  and torch's numbers), for reads and writes; in-range entries still match numpy."""
+  xn = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+  x = Tensor(xn, device=dev)
+  with pytest.raises(IndexError, match="index 9 is out of bounds for size 4"): x[Tensor([0, 2], device=dev), Tensor([1, 9], device=dev)].numpy()
+  with pytest.raises(IndexError, match="index -7 is out of bounds for size 5"): x[:, Tensor([0], device=dev), Tensor([[-7]], device=dev)].numpy()
+  i, j = _rng(2).integers(-3, 3, (2, 6)), _rng(3).integers(-5, 5, (6,))
+  np.testing.assert_array_equal(x[Tensor(i, device=dev), :, Tensor(j, device=dev)].numpy(), xn[i, :, j])
+  y = Tensor.zeros(3, 4, device=dev).contiguous()
+  y[Tensor([1, 5], device=dev), Tensor([0, 1], device=dev)] = 1.0
+  with pytest.raises(IndexError, match="index 5 is out of bounds for size 3"): y.numpy()

@@ -94,3 +94,15 @@ def test_shifts_compose_into_one_view():
   assert len(s.views) == 1, s
   base = np.arange(1, n + 1)
   np.testing.assert_array_equal(read(s, base), np.pad(np.pad(base[:n - 4], (4, 0))[:n - 1], (1, 0)))
+
+def test_view_hash_survives_pickling_into_another_process():
+  # a View caches its hash, which holds a symbolic size's (process-specific) hash: a pickled one works it out again
+  import pickle, subprocess, sys, os
+  from tinycore.shape.view import View
+  from tinycore.uop.uop import Variable
+  n = Variable("n", 1, 10)
+  data = pickle.dumps([View.create((3, 4)), View.create((n, 4))])
+  code = ("import pickle, sys; from tinycore.shape.view import View; from tinycore.uop.uop import Variable; "
+          "a, b = pickle.loads(sys.stdin.buffer.read()); n = Variable('n', 1, 10); "
+          "assert {View.create((3, 4)): 1}[a] == 1 and b == View.create((n, 4)) and hash(b) == hash(View.create((n, 4)))")
+  subprocess.run([sys.executable, "-c", code], input=data, check=True, env={**os.environ, "PYTHONHASHSEED": "7"})

@@ -1,4 +1,5 @@
 """Processing ops: matmul, einsum, convolutions, pooling, interpolation, normalization, losses, attention vs PyTorch."""
+import math
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
@@ -218,6 +219,22 @@ def test_nll_loss(weighted, ignore_index, reduction, dev):
   lp2 = rnd(2, 3, 4)
   y2 = _rng(8).integers(0, 3, (2, 4))
   check(lambda t: t.nll_loss(Tensor(y2, device=dev)), lambda t: tF.nll_loss(t, torch.tensor(y2)), [lp2], dev)
+
+def test_nll_loss_targets_checked_on_the_device(dev):
+  """nll_loss gathers each target's log-probability: nothing is read back while the graph is built, a target out of
+  range raises IndexError at the next sync (a negative one is reported as the number of classes), an ignored one is
+  left out, and -inf at another class does not reach the loss (as torch)."""
+  from tinycore.helpers import GlobalCounters
+  lp = Tensor(np.log(_rng(6).dirichlet(np.ones(4), 3)).astype(np.float32), device=dev).realize()
+  before = GlobalCounters.kernel_count
+  loss = lp.nll_loss(Tensor([1, 7, 0], device=dev))
+  assert GlobalCounters.kernel_count == before
+  with pytest.raises(IndexError, match="index 7 is out of bounds for size 4"): loss.item()
+  with pytest.raises(IndexError, match="index 4 is out of bounds for size 4"): lp.nll_loss(Tensor([1, -1, 0], device=dev)).item()
+  x = np.array([[-np.inf, -0.5, -1.0], [-0.2, -np.inf, -3.0]], np.float32)
+  for ii in (None, 2):
+    want = tF.nll_loss(torch.tensor(x), torch.tensor([1, 2]), **({"ignore_index": ii} if ii is not None else {})).item()
+    assert math.isclose(Tensor(x, device=dev).nll_loss(Tensor([1, 2], device=dev), ignore_index=ii).item(), want, rel_tol=1e-6)
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_binary_crossentropy(reduction, dev):

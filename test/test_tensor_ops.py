@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
 from tinycore.ops import Ops
+from tinycore.dtype import to_np_dtype
 
 torch = pytest.importorskip("torch")
 from torch_compare import check  # noqa: E402 (after the importorskip above)
@@ -469,3 +470,18 @@ def test_api_round2_tinygrad_semantics():
   assert Tensor.ones(2, 3, 4).T.shape == (3, 2, 4)
   with pytest.raises(ValueError): Tensor([[1, 2], [3]])
   with pytest.raises(DataError): Tensor([[1, 2], [3]])
+
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.int64, dtypes.bool])
+def test_python_scalar_of_the_tensors_kind_matches_numpy(dt, dev):
+  # an int with an int tensor and a bool with a bool tensor take the tensor's dtype (made on the lazy graph directly)
+  rng = _rng(7)
+  lo = -100 if dtypes.min(dt) < 0 else 0
+  x = rng.integers(0, 2, (3, 5)).astype(bool) if dt == dtypes.bool else rng.integers(lo, 100, (3, 5)).astype(to_np_dtype(dt))
+  t = Tensor(x, device=dev, dtype=dt)
+  s = True if dt == dtypes.bool else 100
+  for out, ref in (((t * s), x * x.dtype.type(s)), ((s * t), x.dtype.type(s) * x), ((t != s), x != s), ((t < s), x < s), ((s > t), s > x),
+                   ((t == s).where(t, s), np.where(x == s, x, x.dtype.type(s)))):
+    assert out.dtype == (dtypes.bool if ref.dtype == np.bool_ else dt)
+    with np.errstate(over="ignore"): np.testing.assert_equal(out.numpy(), ref)
+  if dt != dtypes.bool:
+    with pytest.raises(OverflowError): t + (dtypes.max(dt) + 1)

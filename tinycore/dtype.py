@@ -14,6 +14,19 @@ class DType:
   name: str
   fmt: str | None  # struct format character, None where struct has none (bfloat16)
   count: int = 1
+  # dtypes are compared and hashed on every op made (promotion, `dtype in floats`): equal by identity first, and the
+  # hash (the dataclass's: of the fields) worked out once. Both give what the generated methods gave.
+  def __post_init__(self) -> None: object.__setattr__(self, "_hash", hash((self.priority, self.itemsize, self.name, self.fmt, self.count)))
+  def __hash__(self) -> int: return self._hash  # type: ignore[attr-defined]
+  # (a str's hash differs from process to process: a pickled dtype works its hash out again where it is loaded)
+  def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+  def __setstate__(self, state: dict) -> None:
+    self.__dict__.update(state)
+    self.__post_init__()
+  def __eq__(self, o: object) -> bool:
+    if self is o: return True
+    if o.__class__ is not self.__class__: return NotImplemented
+    return (self.priority, self.itemsize, self.name, self.fmt, self.count) == (o.priority, o.itemsize, o.name, o.fmt, o.count)  # type: ignore[attr-defined]
   def __repr__(self) -> str: return f"dtypes.{self.name}" if self.count == 1 else f"dtypes.{self.scalar().name}.vec({self.count})"
   def __lt__(self, o: DType) -> bool: return (self.priority, self.itemsize, self.name) < (o.priority, o.itemsize, o.name)
   def vec(self, sz: int) -> DType:
@@ -74,12 +87,13 @@ class dtypes(metaclass=_DefaultDTypes):
   half, float, double, char, uchar, short, ushort, int, uint, long, ulong = \
     float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64
 
+  # (membership in sets of the tuples below: one hash instead of an __eq__ per member)
   @staticmethod
-  def is_float(x: DType) -> bool: return x.scalar() in dtypes.floats
+  def is_float(x: DType) -> bool: return x.scalar() in _FLOATS
   @staticmethod
-  def is_int(x: DType) -> bool: return x.scalar() in dtypes.ints
+  def is_int(x: DType) -> bool: return x.scalar() in _INTS
   @staticmethod
-  def is_unsigned(x: DType) -> bool: return x.scalar() in dtypes.uints
+  def is_unsigned(x: DType) -> bool: return x.scalar() in _UINTS
   @staticmethod
   def is_bool(x: DType) -> bool: return x.scalar() == dtypes.bool
   @staticmethod
@@ -120,6 +134,7 @@ dtypes.sints = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)  # type: 
 dtypes.ints = dtypes.uints + dtypes.sints  # type: ignore[attr-defined]
 dtypes.floats = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)  # type: ignore[attr-defined]
 dtypes.all = (dtypes.bool,) + dtypes.ints + dtypes.floats  # type: ignore[attr-defined]
+_FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints), frozenset(dtypes.uints)  # type: ignore[attr-defined]
 
 DTYPES_DICT: dict[str, DType] = {k: v for k, v in dtypes.__dict__.items() if isinstance(v, DType) and not k.startswith("default")
                                  and k != "void"}

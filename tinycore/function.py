@@ -165,6 +165,12 @@ class Add(Function):
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     return grad if self.needs_input_grad[0] else None, grad if self.needs_input_grad[1] else None
 
+class Sub(Function):
+  """x - y, computed as x + (-y) (the graph, and so the kernels, of Add after Neg), in one Function."""
+  def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.ADD, y.alu(Ops.NEG))
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    return grad if self.needs_input_grad[0] else None, Neg.apply(grad) if self.needs_input_grad[1] else None
+
 class Mul(Function):
   def forward(self, x: LazyBuffer, y: LazyBuffer) -> LazyBuffer: return x.alu(Ops.MUL, y)
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
@@ -268,9 +274,9 @@ class Flip(Function):
 # *** indexed: positions read from data ***
 class Gather(Function):
   """x's entries at idx along axis; the gradient adds grad back at the same positions (a scatter-add into zeros)."""
-  def forward(self, x: LazyBuffer, idx: LazyBuffer, axis: int) -> LazyBuffer:
+  def forward(self, x: LazyBuffer, idx: LazyBuffer, axis: int, checks: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
     self.axis = axis
-    return x.gather(idx, axis)
+    return x.gather(idx, axis, checks)
   def backward(self, grad: Tensor) -> tuple[Tensor, None]:
     x, idx = self.parents
     return Scatter.apply(_const(x, 0), idx, grad, axis=self.axis, op=Ops.ADD), None
@@ -278,10 +284,10 @@ class Gather(Function):
 class Scatter(Function):
   """x with src added (op ADD) or written (op None, the last write wins) at idx along axis. The gradient of src reads
   grad at those positions (a gather); x's is grad, where written over zero at the written positions (as torch's)."""
-  def forward(self, x: LazyBuffer, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None) -> LazyBuffer:
+  def forward(self, x: LazyBuffer, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None, checks: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
     if op not in (Ops.ADD, None): raise ValueError(f"Scatter differentiates ADD and None (a write), not {op}")
     self.axis, self.op = axis, op
-    return x.scatter(idx, src, axis, op)
+    return x.scatter(idx, src, axis, op, checks)
   def backward(self, grad: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
     _, idx, src = self.parents
     gx = (grad if self.op is Ops.ADD else Scatter.apply(grad, idx, _const(src, 0), axis=self.axis, op=None)) if self.needs_input_grad[0] else None

@@ -209,17 +209,18 @@ class LazyBuffer:
   def flip(self, arg: tuple[bool, ...]) -> LazyBuffer: return self if not any(arg) else self._view(self.st.flip(arg))
 
   # *** indexed: positions read from data (the index is loaded inside the kernel; see tinycore.index_errors) ***
-  def gather(self, idx: LazyBuffer, axis: int) -> LazyBuffer:
+  def gather(self, idx: LazyBuffer, axis: int, checks: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
     """out[..., k, ...] = self[..., idx[..., k, ...], ...] along `axis`; idx has self's shape except at axis. A negative
-    index counts from the end; one outside [-n, n) reads entry 0 and raises IndexError at the next sync."""
+    index counts from the end; one outside [-n, n) reads entry 0 and raises IndexError at the next sync. `checks`: more
+    INDEX_CHECKs (of the index tensors idx was computed from) that run along with it."""
     size = self._indexed(idx, idx, axis, "gather")
     if idx.size == 0: return LazyBuffer.const_of(0, self.dtype, self.device, idx.shape)
     # the table is read at loaded positions: it is a buffer, seen through one view that does not pad the indexed axis
     v = self.st.views[-1]
     simple = len(self.st.views) == 1 and (v.mask is None or v.mask[axis] == (0, size)) and self.base.op is not CONST
     return LazyBuffer.metaop(Ops.GATHER, idx.shape, self.dtype, self.device, arg=axis,
-                             srcs=(self if simple else self.contiguous(), idx, idx._index_check(size)))
-  def scatter(self, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None = Ops.ADD) -> LazyBuffer:
+                             srcs=(self if simple else self.contiguous(), idx, idx._index_check(size), *checks))
+  def scatter(self, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None = Ops.ADD, checks: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
     """A copy of self with src combined in at idx along `axis` (idx and src have self's shape except at axis):
     out[..., idx[..., k, ...], ...] = op(out[..., idx[..., k, ...], ...], src[..., k, ...]), or src's value where op is
     None. Repeated indices combine in k's order on every backend (the last write wins for None): one thread per position
@@ -229,7 +230,7 @@ class LazyBuffer:
     target = LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))  # a fresh buffer, written in place
     if idx.size == 0: return target
     idx, src = (x.contiguous() if x.base.op is CONST else x for x in (idx, src))  # loaded as buffers (through their views)
-    srcs = (target, idx, src.cast(self.dtype), idx._index_check(size))
+    srcs = (target, idx, src.cast(self.dtype), idx._index_check(size), *checks)
     return LazyBuffer(self.device, _from_shape(self.shape), self.dtype, Ops.SCATTER, (axis, op), srcs, var_vals=_srcs_vals((self, idx, src)))
   def _indexed(self, idx: LazyBuffer, src: LazyBuffer, axis: int, what: str) -> int:
     """The size of the indexed axis, after checking the shapes of an indexed op."""

@@ -27,6 +27,9 @@ class Ops(Enum):
   # indexed ops of the lazy graph (positions read from data, see tinycore.lazy): GATHER is a load at a loaded index,
   # SCATTER adds rows into a buffer in place, INDEX_CHECK records an index out of range (tinycore.index_errors)
   GATHER = auto(); SCATTER = auto(); INDEX_CHECK = auto()  # noqa: E702
+  # (members are singletons compared by identity: hashed by identity too, in C, where Enum's hash is a Python call on
+  # the name. Every UOp made, and every schedule looked up, hashes some)
+  __hash__ = object.__hash__
   # kernel structure
   SINK = auto(); VIEW = auto(); DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_VAR = auto(); DEFINE_ACC = auto()  # noqa: E702
   SPECIAL = auto(); RANGE = auto(); ENDRANGE = auto(); LOAD = auto(); STORE = auto(); BARRIER = auto()  # noqa: E702

@@ -6,7 +6,7 @@ makes the parts that do not depend on them shared. One `Lowerer` lowers one kern
 loops and vector lanes through `self`."""
 from __future__ import annotations
 import itertools
-from tinycore.dtype import dtypes
+from tinycore.dtype import DType, dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
@@ -90,15 +90,19 @@ def _key(consts: dict[int, int]) -> tuple:
 
 INDEX_MAX = 2**31 - 1
 
-def _check_index_reach(k: Kernel) -> None:
-  """Index arithmetic is int32: a view whose furthest element lies past INT32_MAX would wrap around and address memory
-  outside its buffer, so such a kernel is refused by name (int64 indexing is not implemented yet)."""
+def index_dtype(k: Kernel) -> DType:
+  """The dtype of the kernel's index arithmetic: int32, or int64 where a view's furthest element lies past INT32_MAX
+  (int32 would wrap around and address memory outside the buffer) and the renderer declares int64. A renderer without
+  int64 gets such a kernel refused by name."""
   for st in k.sts:
     for v in st.views:
       if not all(isinstance(x, int) for x in (*v.shape, *v.strides, v.offset)): continue
       if (reach := abs(v.offset) + sum((s - 1) * abs(st_) for s, st_ in zip(v.shape, v.strides))) > INDEX_MAX:
+        if dtypes.int64 in k.renderer.supported_dtypes(): return dtypes.int64
         raise OverflowError(f"kernel {k.name}: a view of shape {v.shape} and strides {v.strides} reaches element {reach}, past the "
-                            f"int32 index arithmetic of kernels ({INDEX_MAX}); int64 indexing is not implemented: split the op")
+                            f"int32 index arithmetic of kernels ({INDEX_MAX}), and {type(k.renderer).__name__} declares no int64 to index "
+                            "in: split the op")
+  return dtypes.int32
 
 class Lowerer:
   """Lowers one kernel. The state every node's lowering shares: the index of each dim (an id or a loop), the loops,
@@ -119,7 +123,7 @@ class Lowerer:
     self.lane_var = UOp(Ops.DEFINE_VAR, dtypes.int32, arg=("_lane", 0, self.vw - 1))
     self.node_memo: dict[tuple[UOp, tuple], UOp] = {}
     self.lanes_memo: dict[tuple[UOp, tuple], tuple[UOp, ...]] = {}
-    _check_index_reach(k)
+    self.idx_dt = index_dtype(k)
     self._index_dims()
 
   # *** the iteration space: ids and loops ***
@@ -145,7 +149,8 @@ class Lowerer:
     st = self.k.st_for(view)
     ix = [self.lane_var if consts.get(d) == LANE else UOp.const(dtypes.int32, consts[d]) if d in consts else
           self.idxs.get(d, UOp.const(dtypes.int32, 0)) if s != 1 else UOp.const(dtypes.int32, 0) for d, s in enumerate(st.shape)]
-    return st.to_indexed_uops(ix)
+    # (ids and loops count in int32: each dim fits; the address they make is worked out in the index dtype)
+    return st.to_indexed_uops(ix if self.idx_dt is dtypes.int32 else [simplify(x.cast(self.idx_dt)) for x in ix])
 
   def lane_stride(self, idx: UOp, valid: UOp) -> int | None:
     """How far idx moves from one lane to the next where it is linear in the lane and valid does not use it."""
@@ -169,7 +174,7 @@ class Lowerer:
     if u.op is Ops.LOAD:
       idx, valid = self.index(u.src[1], consts)
       buf = u.src[0]
-      if len(u.src) > 2: idx = idx + self.node(u.src[2], key)  # a gather: the loaded index's part of the address
+      if len(u.src) > 2: idx = idx + self.node(u.src[2], key).cast(idx.dtype)  # a gather: the loaded index's part of the address
       if valid.op is Ops.CONST and valid.arg is False: return UOp.const(u.dtype, 0)
       if valid.op is Ops.CONST: return UOp(Ops.LOAD, u.dtype, (buf, idx))
       return UOp(Ops.LOAD, u.dtype, (buf, idx, valid, UOp.const(u.dtype, 0)))

@@ -114,7 +114,7 @@ class _KernelBuilder:
   def gather(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
     """A load of the table (a realized buffer seen through one view) at the loaded index: the table's view with the
     indexed axis's stride taken out, plus the index (wrapped and clamped) times that stride."""
-    table, idx, _ = base.srcs
+    table, idx = base.srcs[:2]
     axis, v = base.arg, table.st.views[-1]
     mask = tuple((0, s) if d == axis else m for d, (m, s) in enumerate(zip(v.mask, base.shape))) if v.mask is not None else None
     rest = ShapeTracker((View.create(base.shape, tuple(0 if d == axis else x for d, x in enumerate(v.strides)), v.offset, mask),)) + st

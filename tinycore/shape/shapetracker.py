@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.ops import Ops
-from tinycore.uop.uop import UOp, Variable, sint, sint_to_uop
+from tinycore.uop.uop import UOp, Variable, sint
 from tinycore.uop.symbolic import linear_terms, simplify
-from tinycore.shape.view import View, strides_for_shape
+from tinycore.shape.view import View, index_uop, strides_for_shape
 
 @dataclass(frozen=True)
 class ShapeTracker:
@@ -19,7 +19,7 @@ class ShapeTracker:
   @property
   def shape(self) -> tuple[sint, ...]: return self.views[-1].shape
   @property
-  def size(self) -> sint: return self.views[-1].size()
+  def size(self) -> sint: return self.views[-1].size
   @property
   def contiguous(self) -> bool: return len(self.views) == 1 and self.views[-1].contiguous
   def vars(self) -> frozenset[UOp]:
@@ -39,7 +39,7 @@ class ShapeTracker:
       sub: list[UOp] = []
       acc: sint = 1
       for s in reversed(view.shape):
-        sub.append((idx // sint_to_uop(acc)) % sint_to_uop(s) if s != 1 else UOp.const(dtypes.int32, 0))
+        sub.append((idx // index_uop(acc, idx.dtype)) % index_uop(s, idx.dtype) if s != 1 else UOp.const(idx.dtype, 0))
         acc = acc * s
       idx, valid = view.to_indexed_uops(list(reversed(sub)), valid)
     return simplify(idx), simplify(valid)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import functools
 from dataclasses import dataclass
-from tinycore.dtype import dtypes
+from tinycore.dtype import DType, dtypes
 from tinycore.helpers import prod
 from tinycore.uop.uop import UOp, sint, sint_to_uop
 from tinycore.uop.symbolic import simplify, ssimplify
@@ -16,6 +16,11 @@ def strides_for_shape(shape: tuple[sint, ...]) -> tuple[sint, ...]:
     strides.append(acc if s != 1 else 0)
     acc = acc * s
   return tuple(reversed(strides))
+
+def index_uop(x: sint, dt: DType) -> UOp:
+  """A size, stride or offset as a node of index arithmetic in dtype dt (a symbolic one cast to it)."""
+  if isinstance(x, int): return UOp.const(dt, x)
+  return x if x.dtype == dt else x.cast(dt)
 
 def _full(mask: tuple[tuple[sint, sint], ...] | None, shape: tuple[sint, ...]) -> bool:
   return mask is None or all(b == 0 and e == s for (b, e), s in zip(mask, shape))
@@ -41,22 +46,34 @@ class View:
     contiguous = offset == 0 and mask is None and strides == strides_for_shape(shape)
     return View(shape, strides, offset, mask, contiguous)
 
-  def size(self) -> sint: return prod(self.shape)
+  # Views are hashed whenever a schedule is looked up (its key holds every view of the graph): the hash, the generated
+  # one's value, is worked out once per View (and not pickled: a UOp's hash differs from process to process)
+  def __hash__(self) -> int:
+    if (h := self.__dict__.get("_hash")) is None:
+      h = self.__dict__["_hash"] = hash((self.shape, self.strides, self.offset, self.mask, self.contiguous))
+    return h
+  def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+  @functools.cached_property
+  def size(self) -> sint:
+    """The number of elements (worked out once: Views are shared through create's cache, and every lazy op asks)."""
+    return prod(self.shape)
   def vars(self) -> set[UOp]:
     """The Variables in this view's shape, strides, offset and mask."""
     xs = [*self.shape, *self.strides, self.offset, *(x for m in (self.mask or ()) for x in m)]
     return set().union(*(x.vars() for x in xs if isinstance(x, UOp)))
 
   def to_indexed_uops(self, idxs: list[UOp], valid: UOp | None = None) -> tuple[UOp, UOp]:
-    """The buffer index and the validity condition of the element at position `idxs`."""
-    idx = sint_to_uop(self.offset)
+    """The buffer index and the validity condition of the element at position `idxs`. The arithmetic is in the dtype of
+    the indices (int32, or int64 for a kernel that reaches past int32: see codegen/lowerer.py)."""
+    dt = idxs[0].dtype if idxs else dtypes.int32
+    idx = index_uop(self.offset, dt)
     for i, s, st in zip(idxs, self.shape, self.strides):
-      if s != 1 and st != 0: idx = idx + i * sint_to_uop(st)
+      if s != 1 and st != 0: idx = idx + i * index_uop(st, dt)
     vexpr = valid if valid is not None else UOp.const(dtypes.bool, True)
     if self.mask is not None:
       for i, (b, e), s in zip(idxs, self.mask, self.shape):
-        if b != 0: vexpr = vexpr & (i >= sint_to_uop(b))
-        if e != s: vexpr = vexpr & (i < sint_to_uop(e))
+        if b != 0: vexpr = vexpr & (i >= index_uop(b, dt))
+        if e != s: vexpr = vexpr & (i < index_uop(e, dt))
     return idx, vexpr
 
   # *** movement ops; each returns a new View (or None where it cannot be expressed as one) ***

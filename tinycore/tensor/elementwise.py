@@ -15,6 +15,7 @@ from tinycore.device import is_dtype_supported
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 _EXACT_PRODUCT = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.float32: dtypes.float64}
+_PY_SCALARS = (float, int, bool)
 
 class ElementwiseMixin:
   __slots__ = ()
@@ -24,10 +25,13 @@ class ElementwiseMixin:
     x = self
     if y.__class__ is type(self) and (xl := x.lazydata).dtype is (yl := y.lazydata).dtype and xl.shape == yl.shape and xl.device == yl.device:
       return (y, x) if reverse else (x, y)  # the common case: nothing to cast or broadcast
-    if (y.__class__ is float or y.__class__ is int) and dtypes.is_float((xl := x.lazydata).dtype) and y == y and not xl.var_vals \
-       and all_int(xl.shape):
-      # a python number with a float tensor: its constant made at x's shape on the lazy graph (the same CONST and views
-      # as below, without a Tensor-level reshape and expand: ~10x less Python per op)
+    if (yc := y.__class__) in _PY_SCALARS and not (xl := x.lazydata).var_vals and all_int(xl.shape) and \
+       ((yc is not bool and y == y and dtypes.is_float(xl.dtype)) or (yc is int and dtypes.is_int(xl.dtype)) or
+        (yc is bool and xl.dtype == dtypes.bool)):
+      # a python number that takes x's dtype (a number with a float tensor, an int with an int tensor, a bool with a bool
+      # one): its constant made at x's shape on the lazy graph (the same CONST and views as below, without a
+      # Tensor-level reshape and expand: ~10x less Python per op)
+      if yc is int and dtypes.is_int(xl.dtype): _py_int_dtype(y, xl.dtype)  # an int that does not fit: the error below
       c = type(self)(xl.const(y), requires_grad=False)
       return (c, x) if reverse else (x, c)
     if not isinstance(y, type(self)):
@@ -117,7 +121,7 @@ class ElementwiseMixin:
     """self - x."""
     a, b = self._broadcasted(x, reverse)
     if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported: use logical_xor or ^")
-    return a + (-b)
+    return F.Sub.apply(a, b)
   def mul(self, x: Any, reverse: bool = False) -> Tensor:
     """self * x."""
     return F.Mul.apply(*self._broadcasted(x, reverse))
@@ -211,6 +215,7 @@ class ElementwiseMixin:
     if isinstance(x, type(self)): x, y = x._broadcasted(y)
     else: y, x = y._broadcasted(x)
     cond = self.cast(dtypes.bool)
+    if cond.shape == x.shape and all_int(x.shape): return F.Where.apply(cond, x, y)  # nothing to broadcast
     try: shape = _broadcast_shape(cond.shape, x.shape)
     except ValueError: raise ShapeError(f"where condition of shape {cond.shape} cannot be broadcast with values of shape {x.shape}") from None
     return F.Where.apply(cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence
-import numpy as np
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.errors import ShapeError, ArgumentError, DTypeError
@@ -89,25 +88,22 @@ class FunctionalMixin:
     return (-(self.log_softmax(axis=cdim) * probs).sum(axis=cdim))._do_reduction(reduction)
   def nll_loss(self, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of log-probabilities self (N, C, ...) at class indices Y (N, ...), with optional class
-    weights; a weighted mean with reduction "mean" (as torch)."""
+    weights; a weighted mean with reduction "mean" (as torch). A target out of range raises IndexError at the next sync."""
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not isinstance(Y, type(self)): Y = type(self)(Y, device=self.device)
     if not dtypes.is_int(Y.dtype): raise TypeError(f"nll_loss targets must be integers, got {Y.dtype}")
     cdim = 1 if self.ndim >= 2 else 0
     nc = self.shape[cdim]
     if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ShapeError(f"nll_loss target of shape {Y.shape} does not fit input {self.shape}")
-    if not isinstance(Y.numel(), int) or Y.numel():
-      vals = Y.detach().numpy()
-      bad = vals[((vals != ignore_index) if ignore_index is not None else np.ones_like(vals, bool)) & ((vals < 0) | (vals >= nc))]
-      if bad.size: raise ValueError(f"target {int(bad[0])} is out of range for {nc} classes")
-    oh = Y._one_hot_unchecked(nc)  # (N, ..., C)
-    if cdim == 1: oh = oh.permute(0, -1, *range(1, oh.ndim - 1))
-    picked = oh.where(self, 0).sum(cdim)
-    if weight is not None:
-      if weight.shape != (nc,): raise ShapeError(f"nll_loss weight must have shape ({nc},), got {weight.shape}")
-      w = oh.where(weight.reshape(nc, *[1] * (self.ndim - cdim - 1)), 0).sum(cdim)
-    else: w = Y.ones_like(dtype=self.dtype)
-    if ignore_index is not None: w = w * (Y != ignore_index)
+    if weight is not None and weight.shape != (nc,): raise ShapeError(f"nll_loss weight must have shape ({nc},), got {weight.shape}")
+    # each target's log-probability (and weight), a gather checked on the device, as in sparse_categorical_crossentropy:
+    # an ignored target reads class 0 (masked out), a negative one (which the gather would count from the end) is
+    # reported as the number of classes
+    keep = (Y != ignore_index) if ignore_index is not None else None
+    y = (Y < 0).where(nc, Y if keep is None else keep.where(Y, 0))
+    picked = self._gather(y.unsqueeze(cdim), cdim).squeeze(cdim)
+    w = weight[y] if weight is not None else Y.ones_like(dtype=self.dtype)
+    if keep is not None: picked, w = keep.where(picked, 0), w * keep
     nll = -picked * w
     if reduction == "mean" and weight is None and ignore_index is None: return nll.mean()
     return nll.sum() / w.sum() if reduction == "mean" else nll._do_reduction(reduction)

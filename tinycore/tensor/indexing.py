@@ -134,9 +134,10 @@ class IndexingMixin:
       return v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)), value=fill) if v.dtype != dtypes.bool or not fill else \
         v.pad(tuple((b, s - e) for (b, e), s in zip(shrink, self.shape)))
     return x, tensors, unview
-  def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, int, bool]:
+  def _advanced(self, x: Tensor, tensors: list[tuple[int, Tensor]]) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], Tensor, tuple, bool]:
     """Shared by get and set: x permuted to (rest..., indexed...) and flattened over the indexed dims, the broadcast
-    index shape, the rest dims, the flat index (negatives wrapped), its range, and whether B goes in place."""
+    index shape, the rest dims, the flat index (negatives wrapped), the range checks of each index tensor against its
+    own dim (lazy INDEX_CHECKs, see tinycore.index_errors) and whether B goes in place."""
     tdims = [d for d, _ in tensors]
     try: bshape = _broadcast_shape(*[t.shape for _, t in tensors])
     except ValueError: raise IndexError(f"index tensors of shapes {[t.shape for _, t in tensors]} cannot be broadcast together") from None
@@ -145,19 +146,21 @@ class IndexingMixin:
     idt = dtypes.int64 if pnum >= 2**31 else dtypes.int32
     flat: Tensor | None = None
     bad: Tensor | None = None
+    checks = []
     for (_, t), s, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
+      if s and t.numel(): checks.append(t.lazydata._index_check(s))  # (an empty axis: the gather reports it from the shapes)
       t = t.cast(idt).expand(bshape)
       out = (t < -s) | (t >= s)
       bad = out if bad is None else bad | out
       t = (t < 0).where(t + s, t) * stride
       flat = t if flat is None else flat + t
     assert flat is not None
-    # with several index tensors, one out of range makes the flat index pnum: out of range too (the error names pnum)
-    if bad is not None: flat = bad.where(pnum, flat)
+    # an entry out of range in some dim (reported by that dim's check, with its own index and size) reads flat entry 0
+    if bad is not None: flat = bad.where(0, flat)
     rest = [d for d in range(x.ndim) if d not in tdims]
     xp = x.permute(*rest, *tdims).reshape(*[x.shape[d] for d in rest], pnum)
     adjacent = tdims == list(range(tdims[0], tdims[0] + len(tdims)))
-    return xp, bshape, tuple(rest), flat, pnum, adjacent
+    return xp, bshape, tuple(rest), flat, tuple(checks), adjacent
   def __getitem__(self, indices: Any) -> Tensor:
     """numpy/torch indexing: ints, slices with any step (negative too), None, Ellipsis, integer tensors/lists (a gather:
     cost of the output; an index out of range raises IndexError at the next sync) and bool masks (realized to find
@@ -169,24 +172,25 @@ class IndexingMixin:
       (p, t), n = tensors[0], tensors[0][1].numel()
       idx = t.reshape(*[1] * p, n, *[1] * (x.ndim - p - 1)).expand(*x.shape[:p], n, *x.shape[p + 1:])
       return x._gather(idx, p).reshape(*x.shape[:p], *t.shape, *x.shape[p + 1:])
-    xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
+    xp, bshape, rest, flat, checks, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
     rshape, nbt = xp.shape[:-1], prod(bshape)
-    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr).reshape(*rshape, *bshape)  # (rest..., B...)
+    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr, checks).reshape(*rshape, *bshape)  # (rest..., B...)
     if adjacent and nr:
       p = tensors[0][0]
       out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
     elif nr: out = out.permute(*range(nr, nr + nb), *range(nr))
     return out
-  def _gather(self, idx: Tensor, axis: int) -> Tensor:
+  def _gather(self, idx: Tensor, axis: int, checks: tuple = ()) -> Tensor:
     """self's entries at idx along axis (idx has self's shape except at axis): a load at the loaded index, O(idx's
-    size). A negative index counts from the end; one out of range raises IndexError at the next sync."""
-    return F.Gather.apply(self, idx, axis=axis)
-  def _scatter(self, idx: Tensor, src: Tensor | float, axis: int, op: Ops | None = Ops.ADD) -> Tensor:
+    size). A negative index counts from the end; one out of range raises IndexError at the next sync. `checks`: more
+    index checks to run with it (x[i, j]'s, per index tensor)."""
+    return F.Gather.apply(self, idx, axis=axis, checks=checks)
+  def _scatter(self, idx: Tensor, src: Tensor | float, axis: int, op: Ops | None = Ops.ADD, checks: tuple = ()) -> Tensor:
     """self with src added (op ADD) or written (None: the last write wins) at idx along axis (idx and src: self's shape
     except at axis), repeated indices combining in order: O(idx's size) plus a copy of self."""
     if not isinstance(src, type(self)): src = self.full(idx.shape, src, dtype=self.dtype, device=self.device)
-    return F.Scatter.apply(self, idx, src.cast(self.dtype), axis=axis, op=op)
+    return F.Scatter.apply(self, idx, src.cast(self.dtype), axis=axis, op=op, checks=checks)
   @classmethod
   def _select_sum(cls, mask: Tensor, x: Tensor, axis: int = -1) -> Tensor:
     """sum over axis of where(mask, x, 0), exact for every dtype when at most one entry is selected."""
@@ -206,7 +210,7 @@ class IndexingMixin:
       vfull = unview(v.contiguous() if v.lazydata.st.contiguous is False else v)
       mask = unview(self.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
     else:
-      xp, bshape, rest, flat, pnum, adjacent = self._advanced(x, tensors)
+      xp, bshape, rest, flat, checks, adjacent = self._advanced(x, tensors)
       nr, nb = len(rest), len(bshape)
       rshape = tuple(x.shape[d] for d in rest)
       oshape = (rshape[:tensors[0][0]] + bshape + rshape[tensors[0][0]:]) if adjacent else bshape + rshape
@@ -219,7 +223,7 @@ class IndexingMixin:
       elif nr: v = v.permute(*range(nb, nb + nr), *range(nb))
       nbt = prod(bshape)
       # xp with v written at the flat index (a scatter: the last write wins), (rest..., P)
-      vals = xp._scatter(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), v.reshape(*rshape, nbt), nr, None)
+      vals = xp._scatter(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), v.reshape(*rshape, nbt), nr, None, checks)
       tsz = [x.shape[d] for d, _ in tensors]
       tdims = [d for d, _ in tensors]
       inv = np.argsort(list(rest) + tdims).tolist()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import tinycore.function as F
 from tinycore.dtype import dtypes, least_upper_dtype
-from tinycore.helpers import argfix, prod, make_tuple, flatten, ceildiv
+from tinycore.helpers import all_int, argfix, prod, make_tuple, flatten, ceildiv
 from tinycore.errors import ShapeError, ArgumentError, DimError
 from tinycore.uop.uop import UOp, sint
 from tinycore.uop.symbolic import ssimplify
@@ -38,7 +38,10 @@ class MovementMixin:
     return [inferred if isinstance(s, int) and s == -1 else s for s in new_shape]
   def reshape(self, shape: Any, *args: Any) -> Tensor:
     """A view with a new shape of the same number of elements; one dim may be -1, None keeps that dim."""
-    new_shape = [_sym(s) if s is not None else self.shape[i] for i, s in enumerate(argfix(shape, *args))]
+    new_shape = list(argfix(shape, *args))
+    # plain ints on both sides (the common case) have nothing symbolic to resolve or bind
+    if not (all(s.__class__ is int for s in new_shape) and all_int(self.shape)):
+      new_shape = [_sym(s) if s is not None else self.shape[i] for i, s in enumerate(new_shape)]
     if any(isinstance(s, UOp) for s in new_shape + list(self.shape)):
       # symbolic: the sizes cannot be compared here; the ShapeTracker checks what it can
       if any(isinstance(s, int) and s < 0 for s in new_shape): new_shape = self._infer_symbolic_dim(new_shape)
@@ -60,13 +63,23 @@ class MovementMixin:
     return self.reshape(shape, *args)
   def expand(self, shape: Any, *args: Any) -> Tensor:
     """Broadcast size-1 dims to a larger size (a view); -1 keeps a dim; new leading dims may be added."""
-    new_shape = tuple(_sym(s) for s in argfix(shape, *args))
+    new_shape = argfix(shape, *args)
+    if all(s.__class__ is int for s in new_shape) and all_int(self.shape): return self._expand_ints(new_shape)
+    new_shape = tuple(_sym(s) for s in new_shape)
     if len(new_shape) < self.ndim: raise ShapeError(f"cannot expand {self.shape} to fewer dims {new_shape}")
     src = self.reshape((1,) * (len(new_shape) - self.ndim) + self.shape) if len(new_shape) > self.ndim else self
     out = tuple(s if _same(n, -1) else n for s, n in zip(src.shape, new_shape))
     for s, n in zip(src.shape, out):
       if not _same(s, n) and not _same(s, 1): raise ShapeError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
     return _bind(src if all(_same(a, b) for a, b in zip(out, src.shape)) else F.Expand.apply(src, shape=out), _bound_vals(shape, args))
+  def _expand_ints(self, new_shape: tuple[int, ...]) -> Tensor:
+    """expand where every size is a plain int: the same checks and result, without the symbolic comparisons."""
+    if len(new_shape) < self.ndim: raise ShapeError(f"cannot expand {self.shape} to fewer dims {new_shape}")
+    src = self.reshape((1,) * (len(new_shape) - self.ndim) + self.shape) if len(new_shape) > self.ndim else self
+    out = tuple(s if n == -1 else n for s, n in zip(src.shape, new_shape))
+    for s, n in zip(src.shape, out):
+      if s != n and s != 1: raise ShapeError(f"cannot expand {self.shape} to {new_shape}: only dims of size 1 can grow")
+    return src if out == src.shape else F.Expand.apply(src, shape=out)
   def broadcast_to(self, shape: Any) -> Tensor:
     """Broadcast to `shape` following numpy rules."""
     return self.expand(shape)
