@@ -31,11 +31,11 @@ def _gid(p: Prog, local: int = 64, groups: int = 16) -> UOp:
   g, l = p.special("gidx0", groups), p.special("lidx0", local)
   return p.alu(Ops.ADD, dtypes.int32, p.alu(Ops.MUL, dtypes.int32, g, p.const(dtypes.int32, local)), l)
 
-def elementwise(dt: DType = dtypes.float32) -> list[UOp]:
-  """data0[i] = data1[i] + data2[i], i = gidx0*64 + lidx0."""
+def elementwise(dt: DType = dtypes.float32, local: int = 64, groups: int = 16) -> list[UOp]:
+  """data0[i] = data1[i] + data2[i], i = gidx0*local + lidx0."""
   p = Prog()
   out, a, b = p.glob(0, dt), p.glob(1, dt), p.glob(2, dt)
-  i = _gid(p)
+  i = _gid(p, local, groups)
   p.store(out, i, p.alu(Ops.ADD, dt, p.load(a, i), p.load(b, i)))
   return p.uops
 

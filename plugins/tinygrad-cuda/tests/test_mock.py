@@ -43,6 +43,8 @@ def function(uops: list, name: str, renderer: CUDARenderer | None = None):
   """Render with the CUDA renderer, compile with NVRTC (the compile-only proof) into an emulated image, load it."""
   from tinygrad_cuda import make_compiler
   from tinycore.runtime.emulatedimage import EmulatedCompiler
+  from tinygrad_cuda.mock import executor_unavailable
+  if (why := executor_unavailable("host")) is not None: pytest.skip(f"the host-source executor cannot run here: {why}")
   src = (renderer or CUDARenderer("sm_80")).render(name, uops)
   err, mod = D.cuModuleLoadData(EmulatedCompiler(make_compiler("sm_80"), "host").compile(src))
   assert err == OK, D.cuGetErrorString(err)
@@ -113,7 +115,7 @@ def test_kernel_runs_and_matches_numpy(drv):
 def test_launch_limits(drv):
   x = np.zeros(1024, np.float32)
   px, out = upload(x), D.cuMemAlloc(4096)[1]
-  f = function(programs.elementwise(), "ew")  # i = blockIdx.x*64 + threadIdx.x: below 1024 for the launches here
+  f = function(programs.elementwise(local=1024, groups=1), "ew")  # i = blockIdx.x*1024 + threadIdx.x: below 1024 here
   for grid, block in (((1, 1, 1), (1025, 1, 1)), ((1, 1, 1), (1, 1, 65)), ((1, 1, 1), (64, 32, 1)), ((1, 65536, 1), (1, 1, 1)),
                       ((0, 1, 1), (1, 1, 1))):
     assert launch(f, [out, px, px], grid, block)[0] == R.CUDA_ERROR_INVALID_VALUE, (grid, block)
@@ -228,3 +230,13 @@ def test_half_rounds_like_the_gpu(drv):
   want = np.float16(0)
   for v in x: want = np.float16(want + v)
   assert download(out, x)[0] == want
+
+@needs_nvrtc
+def test_launch_past_the_kernels_launch_bounds_is_refused(drv):
+  """A kernel rendered for 64 threads a block (__launch_bounds__(64)) launched with 1024: the H100 returned
+  CUDA_ERROR_INVALID_VALUE; the mock ran it until it read the bound."""
+  f = function(programs.elementwise(), "lb")
+  ptrs = [upload(np.zeros(1024, np.float32)) for _ in range(3)]
+  assert launch(f, ptrs, block=(64, 1, 1))[0] == OK
+  err = launch(f, ptrs, block=(1024, 1, 1))[0]
+  assert err == R.CUDA_ERROR_INVALID_VALUE and "compiled for at most 64" in error_text(err)

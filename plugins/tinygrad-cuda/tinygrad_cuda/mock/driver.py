@@ -78,6 +78,17 @@ class CUfunction:
   def __init__(self, module: CUmodule, name: str, params: list[tuple[int, bool]]):
     self.module, self.name, self.params = module, name, params
     self.kernel = execute.load(module.executor, module.sections, name)
+    self.max_threads = _max_threads(module.sections, name)
+
+def _max_threads(sections: dict[str, bytes], name: str) -> int:
+  """The block size the kernel was compiled for (CUDA C __launch_bounds__, PTX .maxntid), else the device's limit: the
+  driver refuses a larger block with CUDA_ERROR_INVALID_VALUE (seen on an H100; the mock once ran such a launch)."""
+  for text in (sections.get("source", b""), sections.get("ptx", b"")):
+    src = text.decode(errors="replace")
+    m = re.search(rf"__launch_bounds__\((\d+)\)\s*{re.escape(name)}\(", src) or \
+        re.search(rf"\.entry\s+{re.escape(name)}\s*\([^)]*\)\s*\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)", src)
+    if m: return int(m.group(1)) * (int(m.group(2)) * int(m.group(3)) if m.lastindex == 3 else 1)
+  return MAX_THREADS
 
 class CUevent:
   def __init__(self): self.time, self.alive = None, True
@@ -240,6 +251,9 @@ def cuLaunchKernel(f: CUfunction, gx: int, gy: int, gz: int, bx: int, by: int, b
   if f.module.ctx is not ctx: return _fail(CUresult.CUDA_ERROR_INVALID_CONTEXT, "the function's module belongs to another context")
   grid, block = (gx, gy, gz), (bx, by, bz)
   if (why := _check_launch(grid, block)): return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name}: {why}")
+  if bx * by * bz > f.max_threads:
+    why = f"block {block} has {bx * by * bz} threads, the kernel was compiled for at most {f.max_threads}"
+    return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name}: {why}")
   if f.params and not kernel_params:
     return _fail(CUresult.CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(f.params)} arguments, kernelParams is NULL")
   ptrs = (ctypes.c_void_p * max(len(f.params), 1)).from_address(int(kernel_params)) if f.params else []
