@@ -95,6 +95,10 @@ class WGSLRenderer(Renderer):
     if op is Ops.RECIP: return f"({self.render_const(1, dt)}/{args[0]})"
     # exp2(y*log2(x)) may be fused into pow(x, y), which on lavapipe gives 0, not NaN, for a NaN x: NaN is passed on by hand
     if op is Ops.EXP2: return f"select(exp2({args[0]}), {args[0]}, {_isnan(args[0], dt)})"
+    # lavapipe's log2 of a float32 subnormal is -127 (log2(1.4e-45) is -149): a subnormal is scaled by 2^24 first
+    if op is Ops.LOG2 and dt == dtypes.float32:
+      x = args[0]
+      return f"select(log2({x}), log2({x}*16777216.0f)-24.0f, {x}>0.0f && {x}<1.17549435e-38f)"
     if op in (Ops.LOG2, Ops.SIN, Ops.SQRT): return f"{op.name.lower()}({args[0]})"
     if op is Ops.NEG:
       return f"(!{args[0]})" if dt == dtypes.bool else f"(0u-{args[0]})" if TYPES.get(dt) == "u32" else f"(-{args[0]})"
@@ -134,8 +138,8 @@ class WGSLRenderer(Renderer):
     bufs: dict[int, DType] = {}
     variables: list[str] = []
     uses = Counter(s for u in uops for s in u.src)
-    # MAX and EXP2 spell their operands more than once: they get names, or a chain of them would grow exponentially
-    named = {s for u in uops if u.op in (Ops.MAX, Ops.EXP2) for s in u.src}
+    # MAX, EXP2 and LOG2 spell their operands more than once: they get names, or a chain of them would grow exponentially
+    named = {s for u in uops if u.op in (Ops.MAX, Ops.EXP2, Ops.LOG2) for s in u.src}
     counts: Counter[str] = Counter()
     depth = 1
     def emit(line: str) -> None: body.append("  " * depth + line)
