@@ -23,11 +23,12 @@ for dev in CLANG PYTHON OPENCL LLVM WEBGPU; do
   "$PY" -m tinycore_conformance "$dev"
 done
 # the GPU backends on emulated hardware (MOCKGPU=1: the plugin's real runtime above a mock driver, kernels executed on the
-# CPU, the vendor compiler still compiling every kernel, which is why they replace the compile-only runs); NV's PTX runs on
-# the PTX interpreter (tinygrad_cuda.mock.ptx)
+# CPU, the vendor compiler still compiling every kernel, which is why they replace the compile-only runs): AMD's and
+# METAL's source on the host-source executor, NV's PTX and NVRTC's PTX of CUDA's source on the PTX interpreter
+# (tinygrad_cuda.mock.ptx); CUDA's host-source executor runs in the plugin tests below
 for dev in CUDA AMD METAL NV; do
   echo "=== conformance $dev on emulated hardware (MOCKGPU=1)"
-  MOCKGPU=1 "$PY" -m tinycore_conformance "$dev"
+  MOCKGPU=1 MOCKGPU_EXEC=ptx "$PY" -m tinycore_conformance "$dev"
 done
 echo "=== pytest MOCKGPU=1: the GPU plugins' own tests, hardware tests included, on emulated hardware"
 MOCKGPU=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider plugins/tinygrad-cuda/tests plugins/tinygrad-amd/tests plugins/tinygrad-metal/tests
