@@ -132,3 +132,13 @@ def test_exp2_of_a_log2_keeps_nan():
   b, e = np.array([np.nan, 0.0, 2.0], np.float32), np.array([1.0, np.nan, 0.5], np.float32)
   got = (Tensor(e, device="WEBGPU") * Tensor(b, device="WEBGPU").log2()).exp2().numpy()
   with np.errstate(divide="ignore", invalid="ignore"): np.testing.assert_allclose(got, np.exp2(e * np.log2(b)), rtol=1e-6)
+
+@needs_adapter
+def test_devices_prints_no_driver_noise_without_xdg_runtime_dir():
+  """Mesa's Vulkan drivers printed 'error: XDG_RUNTIME_DIR is invalid' twice above `python -m tinycore devices` on a
+  server; the adapter is now enumerated with a private folder standing in."""
+  import os, subprocess, sys
+  env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+  p = subprocess.run([sys.executable, "-m", "tinycore", "devices"], env=env, capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0 and "WEBGPU" in p.stdout, p.stdout + p.stderr
+  assert "XDG_RUNTIME_DIR" not in p.stdout + p.stderr, p.stderr

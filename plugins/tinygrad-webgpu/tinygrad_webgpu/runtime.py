@@ -8,7 +8,7 @@ Kernels are recorded into one command encoder and submitted together (a submissi
 kernel here): the encoder is submitted after BATCH kernels, and before anything that the queue would otherwise order
 ahead of them (a host write or read, a wait, freeing a buffer)."""
 from __future__ import annotations
-import functools, math, time
+import functools, math, os, tempfile, time
 from typing import Any, Sequence
 import numpy as np
 import wgpu
@@ -27,7 +27,13 @@ BATCH = 32
 @functools.cache
 def adapter() -> Any:
   """The system's preferred WebGPU adapter, or None."""
-  return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+  # Mesa's Vulkan drivers print "error: XDG_RUNTIME_DIR is invalid" on stderr while enumerating when it is unset (a
+  # server, CI): compute needs no window system, so a private empty folder stands in for the call
+  if os.environ.get("XDG_RUNTIME_DIR"): return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+  with tempfile.TemporaryDirectory() as run_dir:
+    os.environ["XDG_RUNTIME_DIR"] = run_dir
+    try: return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    finally: del os.environ["XDG_RUNTIME_DIR"]
 
 def unavailable_reason(idx: int = 0) -> str | None:
   """None when WEBGPU:idx can open here, else why not."""
