@@ -1,12 +1,13 @@
 """tinygrad-clang: the CPU backend. Renders C, compiles it with clang (or the system C compiler) into a shared
 object, loads it with ctypes and runs kernels on host memory."""
 from __future__ import annotations
-import ctypes, functools, mmap, os, pathlib, shutil, subprocess, tempfile, threading, time
+import ctypes, functools, os, pathlib, shutil, subprocess, tempfile, threading, time
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinycore.backend import Backend, BufferSpec, CompileError, Compiler, LRUAllocator, Program
 from tinycore.dtype import DType, PtrDType, dtypes
 from tinycore.helpers import getenv, diskcache_get, diskcache_put
+from tinycore.runtime.hostmemory import aligned_host_bytes
 from tinycore.ops import Ops
 from tinycore.renderer.cstyle import CStyleLanguage
 from tinycore.uop.uop import UOp
@@ -269,23 +270,11 @@ def _host(arr: np.ndarray) -> HostBuffer:
   return h
 def _addr(b: Any) -> int: return b.addr if type(b) is HostBuffer else b.ctypes.data
 
-HUGE = 2 << 20
 class ClangAllocator(LRUAllocator):
   """Host memory as numpy byte arrays, 64-byte aligned; views and host access are zero-copy. Buffers of 2 MiB and
   more are their own anonymous mappings, 2 MiB aligned and advised to use huge pages: first touching fresh memory
   costs a page fault per page, 512 times fewer with huge pages."""
-  def _alloc(self, size: int, options: BufferSpec) -> np.ndarray:
-    if size >= HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
-      try: m = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-      except OSError as e: raise MemoryError(f"CLANG cannot allocate {size} bytes of host memory: {e}") from e
-      raw = np.frombuffer(m, dtype=np.uint8)
-      start = (-raw.ctypes.data) % HUGE
-      try: m.madvise(mmap.MADV_HUGEPAGE, start, size - size % HUGE)
-      except OSError: pass
-      return _host(raw[start:start + size])
-    raw = np.empty(size + 64, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 64
-    return _host(raw[start:start + size])
+  def _alloc(self, size: int, options: BufferSpec) -> np.ndarray: return _host(aligned_host_bytes(size, "CLANG"))
   def _copyin(self, dest: np.ndarray, src: memoryview) -> None: dest[:] = np.frombuffer(src, dtype=np.uint8)
   def _copyout(self, dest: memoryview, src: np.ndarray) -> None: np.frombuffer(dest, dtype=np.uint8)[:] = src
   def _as_buffer(self, src: np.ndarray) -> memoryview: return memoryview(src)

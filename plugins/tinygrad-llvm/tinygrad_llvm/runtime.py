@@ -7,13 +7,14 @@ Threads: a kernel the renderer cut into chunks (see renderer.py) runs them on TH
 releases the GIL for the call, so the chunks run in parallel; the threads take chunks from a shared counter, so one
 that the OS does not schedule delays nothing."""
 from __future__ import annotations
-import ctypes, functools, itertools, mmap, os, threading, time
+import ctypes, functools, itertools, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 import numpy as np
 import llvmlite.binding as llvm
 from tinycore.backend import BufferSpec, CompileError, Compiler, LRUAllocator, Program
 from tinycore.helpers import DEBUG, getenv
+from tinycore.runtime.hostmemory import aligned_host_bytes
 from tinygrad_llvm.renderer import LLVMRenderer
 
 THREADS = max(1, getenv("THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
@@ -75,7 +76,6 @@ def link(lib: bytes, symbols: Sequence[str]) -> tuple[Any, list[int]]:
     rt = b.link(_jit, f"kernel{next(_libs)}")
     return rt, [rt[s] for s in symbols]
 
-HUGE = 2 << 20
 class HostMemory:
   """A buffer: host bytes as a numpy array and its address (asking numpy for it on every launch costs more than one)."""
   __slots__ = ("arr", "addr")
@@ -84,19 +84,7 @@ class HostMemory:
 class LLVMAllocator(LRUAllocator):
   """Host memory, 64-byte aligned; views and host access are zero-copy. Buffers of 2 MiB and more are anonymous
   mappings advised to use huge pages (fresh memory costs a page fault per page on first touch, 512 times fewer)."""
-  def _alloc(self, size: int, options: BufferSpec) -> HostMemory:
-    if size >= HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
-      try: m = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-      except OSError as e: raise MemoryError(f"LLVM cannot allocate {size} bytes of host memory: {e}") from e
-      raw = np.frombuffer(m, dtype=np.uint8)
-      start = (-raw.ctypes.data) % HUGE
-      try: m.madvise(mmap.MADV_HUGEPAGE, start, size - size % HUGE)
-      except OSError: pass
-    else:
-      try: raw = np.empty(size + 64, dtype=np.uint8)
-      except (MemoryError, ValueError) as e: raise MemoryError(f"LLVM cannot allocate {size} bytes of host memory: {e}") from e
-      start = (-raw.ctypes.data) % 64
-    return HostMemory(raw[start:start + size])
+  def _alloc(self, size: int, options: BufferSpec) -> HostMemory: return HostMemory(aligned_host_bytes(size, "LLVM"))
   def _copyin(self, dest: HostMemory, src: memoryview) -> None: dest.arr[:] = np.frombuffer(src, dtype=np.uint8)
   def _copyout(self, dest: memoryview, src: HostMemory) -> None: np.frombuffer(dest, dtype=np.uint8)[:] = src.arr
   def _as_buffer(self, src: HostMemory) -> memoryview: return memoryview(src.arr)
