@@ -108,3 +108,14 @@ def test_dtype_hash_and_equality_survive_pickling_into_another_process():
   subprocess.run([sys.executable, "-c", code], input=data, check=True, env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
   assert dtypes.float32 == to_dtype("float") and dtypes.float32 != dtypes.float64 and (dtypes.float32 == 1.0) is False
   assert dtypes.is_int(dtypes.uint8) and dtypes.is_unsigned(dtypes.uint64) and not dtypes.is_int(dtypes.float32)
+
+def test_bfloat16_scalar_constant_folding(device):
+  """A bfloat16 expression whose scalar constants fold on the host (celu: alpha * (exp(x / alpha) - 1)) against torch's
+  bfloat16: folding rounded through f32_to_bf16, which made a 0-d value 1-d, so the fold raised TypeError."""
+  import torch
+  from tinycore.dtype import f32_to_bf16
+  assert f32_to_bf16(np.float32(1.5)).shape == np.asarray(np.float32(1.5)).shape == ()
+  x = np.array([1.0, -2.0, 3.5, -0.25], np.float32)
+  out = Tensor(x, device=device).cast(dtypes.bfloat16).celu(2.0)
+  ref = torch.nn.functional.celu(torch.tensor(x).bfloat16(), alpha=2.0)
+  np.testing.assert_allclose(out.float().numpy(), ref.float().numpy(), rtol=2**-7, atol=2**-7)

@@ -135,3 +135,17 @@ def test_several_index_tensors_report_their_own_dim(dev):
   y = Tensor.zeros(3, 4, device=dev).contiguous()
   y[Tensor([1, 5], device=dev), Tensor([0, 1], device=dev)] = 1.0
   with pytest.raises(IndexError, match="index 5 is out of bounds for size 3"): y.numpy()
+
+def test_zero_dim_index_leaves_no_dims(dev):
+  """A 0-d index tensor takes its dim away, as numpy's: indexing a 1-d tensor with it (or a 2-d one with two) gives a
+  0-d result, reading and writing (the result's shape was () and reshape(*()) failed)."""
+  x = np.arange(5, dtype=np.float32) * 1.5
+  for i in (2, -1):
+    out = Tensor(x, device=dev)[Tensor(i, device=dev)]
+    assert out.shape == np.asarray(x[np.array(i)]).shape == () and out.item() == x[np.array(i)]
+  y = np.arange(6, dtype=np.int32).reshape(2, 3)
+  out = Tensor(y, device=dev)[Tensor(1, device=dev), Tensor(-1, device=dev)]
+  assert out.shape == () and out.item() == y[np.array(1), np.array(-1)]
+  z, zn = Tensor.zeros(5, device=dev).contiguous(), np.zeros(5, np.float32)
+  z[Tensor(3, device=dev)], zn[np.array(3)] = 7.0, 7.0
+  np.testing.assert_array_equal(z.numpy(), zn)

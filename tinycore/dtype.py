@@ -180,7 +180,7 @@ def from_np_dtype(npdt: Any) -> DType:
 def bf16_to_f32(x: np.ndarray) -> np.ndarray: return (x.astype(np.uint32) << 16).view(np.float32)
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
   """Round to nearest even, as hardware bfloat16 conversion does; NaN stays NaN."""
-  b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+  b = np.asarray(x, dtype=np.float32).view(np.uint32)  # (not ascontiguousarray: it makes a 0-d array 1-d)
   rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
   return np.where(np.isnan(x), np.uint16(0x7FC0), rounded).astype(np.uint16)
 

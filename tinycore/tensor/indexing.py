@@ -171,11 +171,11 @@ class IndexingMixin:
       # one index tensor: a gather along its dim, the result's other dims in place (rows of the table stay contiguous)
       (p, t), n = tensors[0], tensors[0][1].numel()
       idx = t.reshape(*[1] * p, n, *[1] * (x.ndim - p - 1)).expand(*x.shape[:p], n, *x.shape[p + 1:])
-      return x._gather(idx, p).reshape(*x.shape[:p], *t.shape, *x.shape[p + 1:])
+      return x._gather(idx, p).reshape((*x.shape[:p], *t.shape, *x.shape[p + 1:]))  # a tuple: it may be () (a 0-d index)
     xp, bshape, rest, flat, checks, adjacent = self._advanced(x, tensors)
     nr, nb = len(rest), len(bshape)
     rshape, nbt = xp.shape[:-1], prod(bshape)
-    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr, checks).reshape(*rshape, *bshape)  # (rest..., B...)
+    out = xp._gather(flat.reshape(*[1] * nr, nbt).expand(*rshape, nbt), nr, checks).reshape((*rshape, *bshape))  # (rest..., B...)
     if adjacent and nr:
       p = tensors[0][0]
       out = out.permute(*range(p), *range(nr, nr + nb), *range(p, nr))
