@@ -148,3 +148,36 @@ def test_to_moves_the_initializers():
   run = OnnxRunner(matmul_model((2, 3))).to("PYTHON")
   assert all(t.device == "PYTHON" for t in run.graph.initializers.values())
   assert run({"x": np.ones((2, 3), np.float32)})["z"].device == "PYTHON"
+
+@pytest.mark.parametrize("op, attrs, mean, std", [("RandomNormal", {"mean": 2.0, "scale": 3.0}, 2.0, 3.0),
+                                                  ("RandomUniform", {"low": -1.0, "high": 3.0}, 1.0, 4 / 12 ** 0.5)])
+def test_random_ops_shape_dtype_and_statistics(op, attrs, mean, std):
+  """ONNX's backend tests cannot check random ops (they compare numpy's exact draws): the shape, dtype, mean and std
+  of 20000 draws against the distribution's (5 standard errors), the bounds of the uniform, and the *Like forms."""
+  m = model([helper.make_node(op, [], ["y"], shape=[100, 200], dtype=TensorProto.DOUBLE, **attrs),
+             helper.make_node(op + "Like", ["x"], ["z"], **attrs)], [vi("x", shape=(3, 5))], [vi("y", TensorProto.DOUBLE, (100, 200)), vi("z")])
+  out = OnnxRunner(m)({"x": np.zeros((3, 5), np.float32)})
+  y, z = out["y"].numpy(), out["z"].numpy()
+  assert y.dtype == np.float64 and y.shape == (100, 200) and z.dtype == np.float32 and z.shape == (3, 5)
+  assert abs(y.mean() - mean) < 5 * std / 20000 ** 0.5 and abs(y.std() - std) < 0.05 * std
+  if op == "RandomUniform": assert y.min() >= -1.0 and y.max() < 3.0
+
+def test_bernoulli_and_multinomial_frequencies():
+  """Bernoulli's ones follow p; Multinomial's draws follow softmax(x) (chi-square-like bound per class)."""
+  p = np.linspace(0.0, 1.0, 5, dtype=np.float32)
+  logits = np.log(np.array([[0.1, 0.2, 0.7]], np.float32))
+  m = model([helper.make_node("Tile", ["p", "reps"], ["pt"]), helper.make_node("Bernoulli", ["pt"], ["b"]),
+             helper.make_node("Multinomial", ["x"], ["k"], sample_size=6000, dtype=TensorProto.INT64)],
+            [vi("p", shape=(1, 5)), vi("x", shape=(1, 3))], [vi("b", shape=(4000, 5)), vi("k", TensorProto.INT64, (1, 6000))],
+            [numpy_helper.from_array(np.array([4000, 1], np.int64), "reps")])
+  out = OnnxRunner(m)({"p": p.reshape(1, 5), "x": logits})
+  b, k = out["b"].numpy(), out["k"].numpy()
+  assert b.dtype == np.float32 and set(np.unique(b)) <= {0.0, 1.0}
+  np.testing.assert_allclose(b.mean(0), p, atol=5 * 0.5 / 4000 ** 0.5)
+  assert k.dtype == np.int64 and k.shape == (1, 6000)
+  np.testing.assert_allclose(np.bincount(k[0], minlength=3) / 6000, [0.1, 0.2, 0.7], atol=5 * 0.5 / 6000 ** 0.5)
+
+def test_maps_are_refused_at_load():
+  t = helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+  m = model([helper.make_node("Identity", ["x"], ["y"])], [helper.make_value_info("x", t)], [helper.make_value_info("y", t)])
+  with pytest.raises(NotImplementedError, match="map_type"): OnnxRunner(m)

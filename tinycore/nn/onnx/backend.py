@@ -11,7 +11,10 @@ from onnx.backend.base import Backend, BackendRep
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.runner import OnnxRunner
 
-def to_numpy(t: Any) -> np.ndarray:
+def to_numpy(t: Any) -> Any:
+  """A Tensor as a numpy array (bfloat16 as ml_dtypes'), a sequence as a list of them, an empty optional as None."""
+  if t is None: return None
+  if isinstance(t, list): return [to_numpy(x) for x in t]
   if t.dtype == dtypes.bfloat16:
     import ml_dtypes
     return t.bitcast(dtypes.uint16).numpy().view(ml_dtypes.bfloat16)

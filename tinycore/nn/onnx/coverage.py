@@ -2,7 +2,8 @@
 rewrites the part of the file between the markers, and test/test_onnx.py fails when that part is not current.
 
 A row per ONNX op of the default domain that the installed onnx package defines: the op versions tinycore implements
-(or "no"), the attributes its implementation takes, and the values an attribute is limited to."""
+(or "no"), the attributes its implementation takes, and the values an attribute is limited to. An op tinycore does not
+implement but ONNX defines as a function of other ops reads "expanded" (functions.py: it runs as those ops)."""
 from __future__ import annotations
 import pathlib, sys
 from tinycore.nn.onnx import runner  # noqa: F401  (registers every op)
@@ -18,15 +19,22 @@ def onnx_ops() -> dict[str, int]:
     if s.domain in ("", "ai.onnx"): out[s.name] = max(out.get(s.name, 0), s.since_version)
   return out
 
+def expanded_ops() -> set[str]:
+  """The default-domain ops without an implementation whose newest schema has a function body (expanded at load)."""
+  from onnx import defs
+  return {s.name for s in defs.get_all_schemas() if s.domain in ("", "ai.onnx") and s.name not in REGISTRY
+          and (s.has_function or s.has_context_dependent_function)}
+
 def table() -> str:
-  known = onnx_ops()
+  known, expanded = onnx_ops(), expanded_ops()
   names = sorted(set(known) | set(REGISTRY))
   done = sum(n in REGISTRY for n in names)
-  rows = [f"{done} of {len(names)} ops of the default ONNX domain (onnx {_onnx_version()}).", "",
+  rows = [f"{done} of {len(names)} ops of the default ONNX domain (onnx {_onnx_version()}) implemented, {len(expanded)} more run as the ONNX "
+          "functions of other ops that define them.", "",
           "| op | newest ONNX version | versions tinycore implements | attributes (limited values) |", "| --- | --- | --- | --- |"]
   for n in names:
     if n not in REGISTRY:
-      rows.append(f"| {n} | {known.get(n, '?')} | no | |")
+      rows.append(f"| {n} | {known.get(n, '?')} | {'expanded (ONNX function)' if n in expanded else 'no'} | |")
       continue
     attrs = sorted({a for i in REGISTRY[n] for a in i.attributes})
     limits = {a: v for i in REGISTRY[n] for a, v in i.values.items()}

@@ -1,6 +1,6 @@
-"""ONNX's remaining tensor ops: windows, cumulative products, bit casts, data-dependent selections (Compress),
-per-batch reversal (ReverseSequence), crop-or-pad (CenterCropPad), unpooling, gated activations and integer
-convolutions and matmuls. Compress reads its condition back to the host: its output's length depends on the data."""
+"""ONNX's remaining tensor ops: windows, cumulative products, bit casts, data-dependent selections (Compress, Unique),
+per-batch reversal (ReverseSequence), crop-or-pad (CenterCropPad), unpooling, gated activations, integer convolutions
+and matmuls, determinants (Det). Compress and Unique read back a count: their output's length depends on the data."""
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
@@ -117,3 +117,54 @@ def AffineGrid(theta: Tensor, size: Tensor, /, *, align_corners: int = 0) -> Ten
   coords = [axis(length).reshape([-1 if j == k else 1 for j in range(len(sp))]).expand(sp) for k, length in enumerate(sp)][::-1]
   base = Tensor.stack(*coords, Tensor.ones(*sp, dtype=theta.dtype), dim=-1).reshape(1, -1, len(sp) + 1)
   return (base @ theta.transpose(1, 2)).reshape(n, *sp, len(sp))
+
+@onnx_op()
+def Unique(x: Tensor, /, *, axis: int | None = None, sorted: int = 1) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  """The distinct elements (or slices along axis), sorted or in order of first appearance; the index of each one's first
+  appearance, each input element's position among them, and their counts. Equality and order come from an (n, n)
+  comparison of the n elements (slices compare lexicographically); only the number of distinct ones is read back."""
+  a = axis_of(axis, x.ndim) if axis is not None else None
+  rows = x.flatten().unsqueeze(1) if a is None else x.permute(a, *[i for i in range(x.ndim) if i != a]).reshape(x.shape[a], -1)
+  n = rows.shape[0]
+  ri, rj = rows.unsqueeze(1), rows.unsqueeze(0)  # (n, 1, r), (1, n, r): element i against element j
+  ne = ri != rj
+  same = ~ne.any(-1)
+  # i sorts before j: at their first differing position i's entry is smaller
+  first_diff = ne & (ne.cast(dtypes.int32).cumsum(-1) == 1)
+  less = (first_diff & (ri < rj)).any(-1)
+  ar = Tensor.arange(n)
+  earlier = ar.reshape(1, n) < ar.reshape(n, 1)  # [i, j]: j comes before i
+  is_first = ~(same & earlier).any(-1)
+  # the place of each first appearance among the distinct ones: by value (sorted) or by position
+  rank = (is_first.reshape(1, n) & (less.T if sorted else earlier)).cast(dtypes.int32).sum(-1)
+  u = int(is_first.cast(dtypes.int32).sum().item())
+  pick = (rank.reshape(1, n) == Tensor.arange(u).reshape(u, 1)) & is_first.reshape(1, n)  # (u, n): the element at each place
+  first_idx = pick.where(ar, 0).sum(-1).cast(dtypes.int64)
+  inverse = (same & is_first.reshape(1, n)).where(rank.reshape(1, n), 0).sum(-1).cast(dtypes.int64)
+  counts = (pick.where(same.cast(dtypes.int32).sum(-1).reshape(1, n), 0)).sum(-1).cast(dtypes.int64)
+  y = rows[first_idx]
+  if a is None: y = y.reshape(u)
+  else:
+    rest = [x.shape[i] for i in range(x.ndim) if i != a]
+    y = y.reshape(u, *rest).permute(*range(1, a + 1), 0, *range(a + 1, x.ndim))
+  return y, first_idx, inverse, counts
+
+@onnx_op()
+def Det(x: Tensor, /) -> Tensor:
+  """Determinants of the trailing (n, n) matrices by Gaussian elimination with partial pivoting (the row with the
+  largest entry in the column is swapped up, flipping the sign), unrolled over the n columns."""
+  n = x.shape[-1]
+  m, det = x, None
+  ar = Tensor.arange(n).reshape(n, 1)
+  for k in range(n):
+    col = (Tensor.arange(n) < k).where(-1, m[..., :, k].abs())  # rows above k never pivot
+    p = col.argmax(-1).unsqueeze(-1).unsqueeze(-1)  # (..., 1, 1)
+    rows = (ar == k).where(p, (ar == p).where(k, ar))  # (..., n, 1): rows k and p swapped
+    m = m.gather(-2, rows.expand(*m.shape))
+    piv = m[..., k, k]
+    d = (p.squeeze(-1).squeeze(-1) == k).where(piv, -piv)
+    det = d if det is None else det * d
+    if k + 1 < n:
+      factor = (ar > k).where(m[..., :, k:k + 1] / (piv == 0).where(1, piv).unsqueeze(-1).unsqueeze(-1), 0)
+      m = m - factor * m[..., k:k + 1, :]
+  return det if det is not None else Tensor.ones(x.shape[:-2], dtype=x.dtype)

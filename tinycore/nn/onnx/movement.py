@@ -74,9 +74,7 @@ def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | No
 @onnx_op()
 def Gather(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:
   a = axis_of(axis, x.ndim)
-  # a 0-d index goes in as a 1-d one: Tensor indexing with a 0-d Tensor fails when it leaves no dims (reshape())
-  out = x[(slice(None),) * a + (_wrap(idx.reshape(-1) if idx.ndim == 0 else idx, x.shape[a]),)]
-  return out.reshape(x.shape[:a] + x.shape[a + 1:]) if idx.ndim == 0 else out
+  return x[(slice(None),) * a + (_wrap(idx, x.shape[a]),)]
 
 @onnx_op()
 def GatherElements(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:

@@ -5,8 +5,11 @@ refused at once and never halfway through a run:
 - the model is parsed with the `onnx` package (the extra `tinycore[onnx]`); external data files next to the model load with it;
 - every node finds its implementation for the model's opset (registry.find): an op, op version or attribute tinycore
   lacks raises NotImplementedError naming the op, its version, the opset and the node; subgraphs (If, Loop) are checked too;
+  an op without an implementation whose ONNX schema defines it as a function of other ops is expanded into them first
+  (functions.py);
 - every element type the model names (inputs, outputs, initializers, intermediate values, Cast targets) must have a
-  tinycore dtype the device declares (`is_dtype_supported`), else DTypeError naming the value and the device;
+  tinycore dtype the device declares (`is_dtype_supported`), else DTypeError naming the value and the device; values
+  are tensors, sequences of tensors (Python lists) or optional values (None when empty), not maps;
 - initializers become Tensors on the device.
 Running (`runner({"input": x})`) binds the inputs (numpy arrays and lists are converted to the input's dtype; a Tensor
 must have it), checks their shapes against the model (a named dim, such as "batch", takes the same size everywhere
@@ -21,7 +24,8 @@ from tinycore.dtype import DType, dtypes
 from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
-from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, control, attention, extra, recurrent  # noqa: F401  (each registers its ops)
+from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
+from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
 if TYPE_CHECKING: import onnx
 
@@ -42,26 +46,35 @@ def tensor_from_proto(t: onnx.TensorProto, device: str, what: str) -> Tensor:
 
 class Graph:
   """The nodes of one ONNX graph, each with its implementation and attributes, checked when the model loads."""
-  def __init__(self, g: onnx.GraphProto, opset: dict[str, int], device: str, outer: set[str] | None = None):
+  def __init__(self, g: onnx.GraphProto, opset: dict[str, int], device: str, outer: set[str] | None = None,
+               outer_types: dict[str, onnx.TypeProto] | None = None):
     from onnx import helper, AttributeProto
+    from tinycore.nn.onnx import functions  # imports onnx
     self.name, self.device, self.opset = g.name, device, opset
     self.initializers = {t.name: tensor_from_proto(t, device, f"initializer {t.name!r}") for t in g.initializer}
     self.inputs = {i.name: i.type for i in g.input if i.name not in self.initializers}
     self.outputs = [o.name for o in g.output]
     for vi in [*g.input, *g.output, *g.value_info]:
-      if vi.type.HasField("tensor_type"): self._check_dtype(dtype_of(vi.type.tensor_type.elem_type, f"value {vi.name!r}"), f"value {vi.name!r}")
-      elif vi.type.WhichOneof("value") is not None:
-        kind = vi.type.WhichOneof('value')
-        raise NotImplementedError(f"value {vi.name!r} is a {kind}: only tensors are supported (no sequences, maps or optionals)")
+      what = f"value {vi.name!r}"
+      if (tt := _tensor_type(vi.type, what)) is not None: self._check_dtype(dtype_of(tt.elem_type, what), what)
     for name, t in self.initializers.items(): self._check_dtype(t.dtype, f"initializer {name!r}")
     known = set(self.initializers) | set(self.inputs) | (outer or set())
     self.nodes: list[tuple[registry.OpImpl, onnx.NodeProto, dict[str, Any], dict[str, Any]]] = []
-    for i, n in enumerate(g.node):
+    types = {**(outer_types or {}), **{vi.name: vi.type for vi in [*g.input, *g.output, *g.value_info]},
+             **{t.name: helper.make_tensor_type_proto(t.data_type, t.dims) for t in g.initializer}}
+    pending, i = list(g.node), 0
+    while pending:
+      n, i = pending.pop(0), i + 1
       label = n.name or f"#{i} ({n.op_type})"
+      op_opset = opset.get(n.domain or "", opset.get("ai.onnx", 1))
+      if n.op_type not in registry.REGISTRY and n.domain in ("", "ai.onnx") and (fn := functions.body(n, op_opset, types)) is not None:
+        pending[:0] = functions.expand(n, *fn, prefix=f"{label}/")
+        continue
       attrs: dict[str, Any] = {}
       for a in n.attribute:
-        if a.type == AttributeProto.GRAPH: attrs[a.name] = Graph(a.g, opset, device, known)
+        if a.type == AttributeProto.GRAPH: attrs[a.name] = Graph(a.g, opset, device, known, types)
         elif a.type == AttributeProto.TENSOR: attrs[a.name] = tensor_from_proto(a.t, device, f"attribute {a.name} of node {label!r}")
+        elif a.type == AttributeProto.TYPE_PROTO: attrs[a.name] = a.tp
         elif a.type in (AttributeProto.STRING, AttributeProto.FLOAT, AttributeProto.INT, AttributeProto.FLOATS, AttributeProto.INTS,
                         AttributeProto.STRINGS):
           v = helper.get_attribute_value(a)
@@ -69,7 +82,7 @@ class Graph:
         else:
           kind = AttributeProto.AttributeType.Name(a.type)
           raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {kind} is not supported")
-      impl = registry.find(n.op_type, n.domain, opset.get(n.domain or "", opset.get("ai.onnx", 1)), label, attrs)
+      impl = registry.find(n.op_type, n.domain, op_opset, label, attrs)
       if impl.name == "Cast": self._check_dtype(dtype_of(attrs["to"], f"Cast in node {label!r}"), f"Cast target in node {label!r}")
       private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", registry.op_version(n.op_type, "", opset.get("", 1))))
                  if k in impl.private}
@@ -93,7 +106,7 @@ class Graph:
         raise NotImplementedError(f"ONNX op {n.op_type} in node {n.name!r}: gives {len(outs)} outputs, the node asks for {len(n.output)}")
       for name, t in zip(n.output, outs):
         if name: values[name] = t
-      if debug: print(f"{n.op_type:>20} {n.name!r}: " + ", ".join(f"{o} {tuple(t.shape)} {t.dtype.name}" for o, t in zip(n.output, outs) if o))
+      if debug: print(f"{n.op_type:>20} {n.name!r}: " + ", ".join(f"{o} {_describe(t)}" for o, t in zip(n.output, outs) if o))
     return values
 
   def to(self, device: str) -> None:
@@ -129,8 +142,9 @@ class OnnxRunner:
   @property
   def inputs(self) -> dict[str, tuple[tuple[int | str | None, ...] | None, DType]]:
     """{name: (shape, dtype)} of the inputs to give (initializers excluded); a dim is an int, a name, or None when unknown;
-    the shape is None where the model does not give it."""
-    return {k: (_dims(t), dtype_of(t.tensor_type.elem_type, k)) for k, t in self.graph.inputs.items()}
+    the shape is None where the model does not give it, or where the input is a sequence or an optional value (the dtype
+    is then its tensors')."""
+    return {k: (_dims(t), dtype_of(_tensor_type(t, k).elem_type, k)) for k, t in self.graph.inputs.items()}
   @property
   def outputs(self) -> list[str]: return list(self.graph.outputs)
 
@@ -140,13 +154,13 @@ class OnnxRunner:
     self.graph.to(self.device)
     return self
 
-  def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Tensor:
+  def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Any:
     shape, dt = self.inputs[name]
-    if isinstance(value, Tensor):
-      if value.dtype != dt: raise DTypeError(f"ONNX input {name!r} is {dt.name}, got a Tensor of {value.dtype.name}")
-      t = value.to(self.device) if value.device != self.device else value
-    elif dt == dtypes.bfloat16: t = Tensor(np.asarray(value).astype(np.float32), device=self.device).cast(dt)  # numpy has no bfloat16
-    else: t = Tensor(np.asarray(value), device=self.device).cast(dt)
+    kind = self.graph.inputs[name].WhichOneof("value")
+    if kind == "optional_type" and value is None: return None
+    if kind == "sequence_type" or (kind == "optional_type" and self.graph.inputs[name].optional_type.elem_type.HasField("sequence_type")):
+      return [self._tensor(name, v, dt) for v in value]
+    t = self._tensor(name, value, dt)
     if shape is None: return t
     if len(shape) != t.ndim: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
     for i, (want, got) in enumerate(zip(shape, t.shape)):
@@ -154,6 +168,13 @@ class OnnxRunner:
         raise ShapeError(f"ONNX input {name!r} dim {i} is {want!r}, bound to {bound[want]} by an earlier input, got {got}")
       if isinstance(want, int) and want != got: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
     return t
+
+  def _tensor(self, name: str, value: Any, dt: DType) -> Tensor:
+    if isinstance(value, Tensor):
+      if value.dtype != dt: raise DTypeError(f"ONNX input {name!r} is {dt.name}, got a Tensor of {value.dtype.name}")
+      return value.to(self.device) if value.device != self.device else value
+    if dt == dtypes.bfloat16: return Tensor(np.asarray(value).astype(np.float32), device=self.device).cast(dt)  # numpy has no bfloat16
+    return Tensor(np.asarray(value), device=self.device).cast(dt)
 
   def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
     """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}, not yet realized.
@@ -170,6 +191,19 @@ class OnnxRunner:
 
 def _as_tensor(v: Any, device: str) -> Tensor: return v if isinstance(v, Tensor) else Tensor(np.asarray(v), device=device)
 
+def _tensor_type(t: onnx.TypeProto, what: str) -> Any:
+  """The tensor type of a tensor value, or of the elements of a sequence or optional value; None where the type is not
+  given; NotImplementedError for maps and sparse tensors."""
+  kind = t.WhichOneof("value")
+  if kind is None: return None
+  if kind == "tensor_type": return t.tensor_type
+  if kind in ("sequence_type", "optional_type"): return _tensor_type(getattr(t, kind).elem_type, what)
+  raise NotImplementedError(f"{what} is a {kind}: only tensors, sequences of tensors and optional values are supported")
+
+def _describe(v: Any) -> str:
+  if isinstance(v, Tensor): return f"{tuple(v.shape)} {v.dtype.name}"
+  return "empty optional" if v is None else f"sequence of {len(v)}: " + ", ".join(_describe(t) for t in v)
+
 def _dims(t: onnx.TypeProto) -> tuple[int | str | None, ...] | None:
-  if not t.tensor_type.HasField("shape"): return None
+  if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"): return None
   return tuple(d.dim_value if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param") else None for d in t.tensor_type.shape.dim)

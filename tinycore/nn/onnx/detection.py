@@ -1,0 +1,70 @@
+"""ONNX NonMaxSuppression: per batch and class, boxes by falling score, each kept unless it overlaps a kept one too much.
+
+The rules, as ONNX's reference (after onnxruntime):
+- boxes are [y1, x1, y2, x2] with the corners in either order (center_point_box=0) or [x_center, y_center, w, h] (1);
+- a box is a candidate when its score is above score_threshold (every box when the input is absent);
+- candidates are visited by score, highest first, the lower box index first among equal scores; one is kept unless its
+  intersection over union with an already kept box of the class is above iou_threshold (boxes with an empty
+  intersection or a non-positive area never suppress); at most max_output_boxes_per_class are kept (0 when absent);
+- the output lists [batch, class, box] of the kept boxes, by batch, then class, then the order they were kept in.
+Everything is Tensor ops on (batch, class, box, box) overlaps. Which boxes are kept is the fixed point of
+keep[k] = candidate[k] and no kept j before k overlaps k: iterated from keep = candidate, each round settles at least
+one more box in score order, and the rounds stop when nothing changes (a host read per round, usually a few). The
+output's length depends on the data: the kept count is read back, as NonZero's."""
+from __future__ import annotations
+from tinycore.tensor import Tensor
+from tinycore.dtype import dtypes
+from tinycore.nn.onnx.registry import onnx_op
+from tinycore.nn.onnx.tensors import ints, floats
+
+def _edges(b: Tensor, center_point_box: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  """(x_min, x_max, y_min, y_max) of boxes (B, S, 4), each (B, S)."""
+  if center_point_box:
+    x, y, hw, hh = b[..., 0], b[..., 1], b[..., 2] / 2, b[..., 3] / 2
+    return x - hw, x + hw, y - hh, y + hh
+  return b[..., 1].minimum(b[..., 3]), b[..., 1].maximum(b[..., 3]), b[..., 0].minimum(b[..., 2]), b[..., 0].maximum(b[..., 2])
+
+def _overlaps(boxes: Tensor, center_point_box: int, iou_threshold: float) -> Tensor:
+  """(B, S, S) bool: box i suppresses box j (intersection over union above the threshold)."""
+  x0, x1, y0, y1 = _edges(boxes, center_point_box)
+  def pair(a: Tensor) -> tuple[Tensor, Tensor]: return a.unsqueeze(2), a.unsqueeze(1)
+  (x0i, x0j), (x1i, x1j), (y0i, y0j), (y1i, y1j) = pair(x0), pair(x1), pair(y0), pair(y1)
+  ix, iy = x1i.minimum(x1j) - x0i.maximum(x0j), y1i.minimum(y1j) - y0i.maximum(y0j)
+  inter = ix * iy
+  area_i, area_j = (x1i - x0i) * (y1i - y0i), (x1j - x0j) * (y1j - y0j)
+  union = area_i + area_j - inter
+  ok = (ix > 0) & (iy > 0) & (inter > 0) & (area_i > 0) & (area_j > 0) & (union > 0)
+  return ok & (inter / ok.where(union, 1) > iou_threshold)
+
+@onnx_op(values={"center_point_box": (0, 1)})
+def NonMaxSuppression(boxes: Tensor, scores: Tensor, max_output_boxes_per_class: Tensor | None = None, iou_threshold: Tensor | None = None,
+                      score_threshold: Tensor | None = None, /, *, center_point_box: int = 0) -> Tensor:
+  nb, nc, ns = scores.shape
+  limit = ints(max_output_boxes_per_class, 0)
+  limit = limit[0] if isinstance(limit, list) else limit
+  if limit <= 0 or ns == 0 or nb * nc == 0: return Tensor.zeros(0, 3, dtype=dtypes.int64, device=boxes.device)
+  iou_t = floats(iou_threshold, 0.0) if iou_threshold is not None and iou_threshold.numel() else 0.0
+  iou_t = iou_t[0] if isinstance(iou_t, list) else iou_t
+  # visiting order: rank of each box among its class's boxes (higher score first, lower index first on ties)
+  si, sj = scores.unsqueeze(-1), scores.unsqueeze(-2)
+  ar = Tensor.arange(ns, device=scores.device)
+  rank = ((sj > si) | ((sj == si) & (ar.reshape(1, ns) < ar.reshape(ns, 1)))).sum(-1)
+  order = (rank.unsqueeze(-2) == ar.reshape(ns, 1)).where(ar, 0).sum(-1)  # order[b, c, k]: the box of rank k
+  if score_threshold is not None and score_threshold.numel(): cand = scores > score_threshold.reshape(()).cast(scores.dtype)
+  else: cand = Tensor.ones(scores.shape, dtype=dtypes.bool, device=scores.device)
+  cand = cand.gather(2, order)
+  ov = _overlaps(boxes if boxes.dtype == dtypes.float64 else boxes.cast(dtypes.float32), center_point_box, iou_t)
+  ov = ov.unsqueeze(1).expand(nb, nc, ns, ns)
+  ov = ov.gather(2, order.unsqueeze(-1).expand(nb, nc, ns, ns)).gather(3, order.unsqueeze(-2).expand(nb, nc, ns, ns))  # in rank order
+  before = ar.reshape(ns, 1) < ar.reshape(1, ns)  # [j, k]: j is visited before k
+  keep = cand
+  while True:
+    new = cand & ~(keep.unsqueeze(-1) & ov & before).any(-2)
+    if not (new != keep).any().item(): break
+    keep = new.realize()
+  keep = keep & (keep.cast(dtypes.int32).cumsum(-1) <= limit)
+  n = int(keep.sum().item())
+  if n == 0: return Tensor.zeros(0, 3, dtype=dtypes.int64, device=boxes.device)
+  bck = keep.nonzero(size=n).cast(dtypes.int64)  # (n, 3): batch, class, rank
+  box = order.flatten().cast(dtypes.int64)[(bck[:, 0] * nc + bck[:, 1]) * ns + bck[:, 2]]
+  return Tensor.stack(bck[:, 0], bck[:, 1], box, dim=1)
