@@ -168,3 +168,16 @@ def Det(x: Tensor, /) -> Tensor:
       factor = (ar > k).where(m[..., :, k:k + 1] / (piv == 0).where(1, piv).unsqueeze(-1).unsqueeze(-1), 0)
       m = m - factor * m[..., k:k + 1, :]
   return det if det is not None else Tensor.ones(x.shape[:-2], dtype=x.dtype)
+
+@onnx_op()
+def QLinearConv(x: Tensor, x_scale: Tensor, x_zero: Tensor, w: Tensor, w_scale: Tensor, w_zero: Tensor, y_scale: Tensor, y_zero: Tensor,
+                b: Tensor | None = None, /, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
+                kernel_shape: list[int] | None = None, pads: list[int] | None = None, strides: list[int] | None = None) -> Tensor:
+  """The integer convolution of the zero-point-shifted inputs (ConvInteger) plus the int32 bias, scaled by x_scale *
+  w_scale (per output channel where w_scale is 1-d) / y_scale, rounded half to even, shifted by y_zero and saturated."""
+  acc = ConvInteger(x, w, x_zero, w_zero, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
+                    strides=strides)
+  if b is not None: acc = acc + b.cast(dtypes.int32).reshape(1, -1, *[1] * (acc.ndim - 2))
+  ws = w_scale.cast(dtypes.float32).reshape(1, -1, *[1] * (acc.ndim - 2)) if w_scale.ndim else w_scale.cast(dtypes.float32)
+  y = (acc.cast(dtypes.float32) * (x_scale.cast(dtypes.float32) * ws) / y_scale.cast(dtypes.float32)).round() + y_zero.cast(dtypes.float32)
+  return y.clip(dtypes.min(y_zero.dtype), dtypes.max(y_zero.dtype)).cast(y_zero.dtype)

@@ -206,3 +206,18 @@ def Dropout(x: Tensor, ratio_input: Tensor | None = None, training_mode: Tensor 
   """Inference only: the input passes through and the mask is all true (ONNX runtimes do the same without training_mode)."""
   if training_mode is not None and training_mode.item(): raise NotImplementedError("ONNX Dropout with training_mode=True (training is not supported)")
   return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+
+@onnx_op(values={"mode": ("linear", "circular")})
+def TensorScatter(past: Tensor, update: Tensor, write_indices: Tensor | None = None, /, *, mode: str = "linear", axis: int = -2) -> Tensor:
+  """A cache update: update's steps along axis go to the cache from batch b's write index on (wrapping around the
+  cache's length in circular mode); the rest of the cache stays. Per cache position, the update step it takes is its
+  offset from the write index: a gather and a where, no host reads."""
+  a = axis_of(axis, past.ndim)
+  length, steps = past.shape[a], update.shape[a]
+  t = Tensor.arange(length).reshape([length if i == a else 1 for i in range(past.ndim)])
+  w = write_indices.cast(dtypes.int32).reshape(-1, *[1] * (past.ndim - 1)) if write_indices is not None else 0
+  s = t - w
+  if mode == "circular": s = s % length
+  ok = (s >= 0) & (s < steps)
+  taken = update.gather(a, ok.where(s, 0).expand(*[length if i == a else n for i, n in enumerate(past.shape)]))
+  return ok.where(taken, past)

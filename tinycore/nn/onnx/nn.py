@@ -10,7 +10,7 @@ import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import axis_of, dtype_of
+from tinycore.nn.onnx.tensors import axis_of, dtype_of, int_list
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -196,3 +196,16 @@ def QuantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, a
 def DequantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:
   xf = x.cast(dtypes.float32) - (_per_axis(zero, x, axis, block_size).cast(dtypes.float32) if zero is not None else 0)
   return (xf * _per_axis(scale, x, axis, block_size).cast(dtypes.float32)).cast(scale.dtype)
+
+@onnx_op()
+def Col2Im(x: Tensor, image_shape: Tensor, block_shape: Tensor, /, *, dilations: list[int] | None = None, pads: list[int] | None = None,
+           strides: list[int] | None = None) -> Tensor:
+  """The blocks (N, C * prod(block), L) summed back into the image (N, C, *image_shape): a transposed convolution of the
+  block grid with a one-hot kernel (channel c * prod(block) + k adds to channel c at block position k), cropped by pads."""
+  img, blk = int_list(image_shape), int_list(block_shape)
+  nd = len(blk)
+  d, s, p = dilations or [1] * nd, strides or [1] * nd, pads or [0] * (2 * nd)
+  n, ck, _ = x.shape
+  grid = [(img[i] + p[i] + p[i + nd] - d[i] * (blk[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
+  full = x.reshape(n, ck, *grid).conv_transpose2d(Tensor.eye(ck, dtype=x.dtype).reshape(ck, ck // math.prod(blk), *blk), stride=s, dilation=d)
+  return full.pad([(0, 0), (0, 0)] + [(-p[i], img[i] + p[i] - full.shape[2 + i]) for i in range(nd)])  # begin at pad; img long

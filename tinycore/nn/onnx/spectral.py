@@ -7,14 +7,16 @@ it (ONNX's reference is numpy's fft in float64), then cast back. As numpy's fft:
 - the input is zero-padded or cut to dft_length along the axis;
 - onesided keeps the first L // 2 + 1 frequencies of a forward transform;
 - inverse divides by L; inverse with onesided is numpy's irfft: the input holds the first L // 2 + 1 frequencies of a
-  Hermitian spectrum (L = 2 (n - 1) by default), the output is real."""
+  Hermitian spectrum (L = 2 (n - 1) by default), the output is real.
+MelWeightMatrix's triangular filters have edges that depend only on its scalar inputs: they are computed on the host in
+Python floats (as ONNX's reference does in numpy float64), the matrix from them with Tensor ops."""
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
 from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, axis_of
+from tinycore.nn.onnx.tensors import ints, axis_of, dtype_of, DTYPES
 
 def _tables(n: int, k: int, length: int, device: str) -> tuple[Tensor, Tensor]:
   """(C, S), each (n, k): cos and sin of 2 pi i j / length."""
@@ -78,3 +80,20 @@ def STFT(x: Tensor, frame_step: Tensor, window: Tensor | None = None, frame_leng
   frames = x[:, starts.flatten()].reshape(x.shape[0], nf, fl, x.shape[-1])
   if window is not None: frames = frames * window.cast(x.dtype).reshape(1, 1, fl, 1)
   return _transform(frames, 2, fl, False, bool(onesided))
+
+@onnx_op(values={"output_datatype": tuple(DTYPES)})
+def MelWeightMatrix(num_mel_bins: Tensor, dft_length: Tensor, sample_rate: Tensor, lower_edge_hertz: Tensor, upper_edge_hertz: Tensor, /, *,
+                    output_datatype: int = 1) -> Tensor:
+  """(dft_length // 2 + 1, num_mel_bins): filter i rises linearly from edge i to edge i + 1 and falls to edge i + 2, the
+  num_mel_bins + 2 edges evenly spaced on the mel scale between the two frequencies, as spectrogram bins."""
+  m, n, rate = int(num_mel_bins.item()), int(dft_length.item()), sample_rate.item()
+  def mel(hz: float) -> float: return 2595 * math.log1p(hz / 700) / math.log(10)
+  lo_mel, hi_mel = mel(float(lower_edge_hertz.item())), mel(float(upper_edge_hertz.item()))
+  step = (hi_mel - lo_mel) / (m + 2)
+  edges = [int(((n + 1) * (700 * math.expm1((k * step + lo_mel) / 2595 * math.log(10)))) // rate) for k in range(m + 2)]
+  j = Tensor.arange(n // 2 + 1).reshape(-1, 1).cast(_work(num_mel_bins.device))
+  lo, mid, hi = (Tensor(e, dtype=j.dtype).reshape(1, m) for e in (edges[:-2], edges[1:-1], edges[2:]))
+  rise = (mid == lo).where(1.0, (j - lo) / (mid - lo).maximum(1))
+  fall = (hi - j) / (hi - mid).maximum(1)
+  out = ((j >= mid) & (j < hi)).where(fall, ((j >= lo) & (j <= mid)).where(rise, 0.0))
+  return out.cast(dtype_of(output_datatype, "MelWeightMatrix"))
