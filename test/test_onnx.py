@@ -30,9 +30,10 @@ def test_unknown_op_is_refused_at_load_naming_op_opset_and_node():
   with pytest.raises(NotImplementedError, match=r"FooBar.*the_node.*opset 17"): OnnxRunner(m)
 
 def test_unsupported_attribute_value_is_refused_at_load():
-  m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear", antialias=1)], [vi("x", shape=(1, 1, 4, 4))],
-            [vi("y", shape=(1, 1, 2, 2))], [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")], opset=19)
-  with pytest.raises(NotImplementedError, match=r"Resize.*'rs'.*Resize version 19.*antialias=1"): OnnxRunner(m)
+  m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear", nearest_mode="round_half_away")],
+            [vi("x", shape=(1, 1, 4, 4))], [vi("y", shape=(1, 1, 2, 2))], [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")],
+            opset=19)
+  with pytest.raises(NotImplementedError, match=r"Resize.*'rs'.*Resize version 19.*nearest_mode='round_half_away'"): OnnxRunner(m)
 
 def test_unknown_attribute_is_refused_at_load():
   m = model([helper.make_node("Relu", ["x"], ["y"], name="r", bogus=3)], [vi("x")], [vi("y")])
@@ -181,3 +182,36 @@ def test_maps_are_refused_at_load():
   t = helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
   m = model([helper.make_node("Identity", ["x"], ["y"])], [helper.make_value_info("x", t)], [helper.make_value_info("y", t)])
   with pytest.raises(NotImplementedError, match="map_type"): OnnxRunner(m)
+
+def test_batchnorm_folds_into_conv_and_constants_fold_at_load():
+  """Load-time rewrites (optimize.py): Conv + inference BatchNormalization becomes one Conv, and a node of constants
+  only (a Transpose of an initializer, a Constant) runs once at load; the outputs still match float64 torch, and a
+  Conv output that a subgraph also reads is left alone."""
+  import torch
+  rng = np.random.default_rng(3)
+  x, w, b = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+  scale, bias, mean, var = rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal(4), rng.random(4) + 0.5
+  wt = rng.standard_normal((5, 4))  # (out, in): the model transposes it
+  inits = [numpy_helper.from_array(a.astype(np.float32), k) for k, a in
+           dict(w=w, b=b, scale=scale, bias=bias, mean=mean, var=var, wt=wt).items()]
+  nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+           helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"], epsilon=1e-3),
+           helper.make_node("Transpose", ["wt"], ["wt_t"], perm=[1, 0]),
+           helper.make_node("Transpose", ["n"], ["nt"], perm=[0, 2, 3, 1]), helper.make_node("MatMul", ["nt", "wt_t"], ["y"])]
+  m = model(nodes, [vi("x", shape=(2, 3, 6, 6))], [vi("y", shape=(2, 6, 6, 5))], inits)
+  run = OnnxRunner(m)
+  assert [n.op_type for _, n, _, _ in run.graph.nodes] == ["Conv", "Transpose", "MatMul"]
+  out = run({"x": x.astype(np.float32)})["y"].numpy()
+  c = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1)
+  nrm = (c - torch.tensor(mean).view(1, -1, 1, 1)) / torch.sqrt(torch.tensor(var).view(1, -1, 1, 1) + 1e-3)
+  ref = (nrm * torch.tensor(scale).view(1, -1, 1, 1) + torch.tensor(bias).view(1, -1, 1, 1)).permute(0, 2, 3, 1) @ torch.tensor(wt).T
+  np.testing.assert_allclose(out, ref.numpy(), rtol=1e-4, atol=1e-4)
+  # the same Conv output read inside an If branch: the rewrite leaves the pair alone
+  branch = helper.make_graph([helper.make_node("Identity", ["c"], ["r"])], "then", [], [vi("r", shape=None)])
+  other = helper.make_graph([helper.make_node("Identity", ["n"], ["r2"])], "else", [], [vi("r2", shape=None)])
+  cond = numpy_helper.from_array(np.array(True), "cond")
+  m2 = model(nodes[:2] + [helper.make_node("If", ["cond"], ["z"], then_branch=branch, else_branch=other)], [vi("x", shape=(2, 3, 6, 6))],
+             [vi("z", shape=None)], [*inits, cond])
+  run2 = OnnxRunner(m2)
+  assert [n.op_type for _, n, _, _ in run2.graph.nodes] == ["Conv", "BatchNormalization", "If"]
+  np.testing.assert_allclose(run2({"x": x.astype(np.float32)})["z"].numpy(), c.numpy(), rtol=1e-4, atol=1e-4)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
+from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import axis_of, dtype_of, int_list
 
@@ -173,10 +174,16 @@ def MatMulInteger(a: Tensor, b: Tensor, a_zero: Tensor | None = None, b_zero: Te
 
 @onnx_op()
 def DynamicQuantizeLinear(x: Tensor, /) -> tuple[Tensor, Tensor, Tensor]:
+  """The quotients that get rounded are float32 IEEE quotients, as ONNX's: tinycore divides as a * (1 / b), one rounding
+  more, which moves a quotient at exactly .5 to the other integer; a * (1 / b) in float64 rounded to float32 is the IEEE
+  float32 quotient (but where the exact one lies within 2^-52 of a float32 rounding boundary)."""
   lo, hi = x.min().minimum(0), x.max().maximum(0)
   scale = (hi - lo) / 255
-  zero = (-lo / scale).round().clip(0, 255).cast(dtypes.uint8)
-  return (x / scale).round().add(zero.cast(x.dtype)).clip(0, 255).cast(dtypes.uint8), scale, zero
+  def div(a: Tensor, b: Tensor) -> Tensor: return (a.cast(dtypes.float64) / b.cast(dtypes.float64)).cast(a.dtype) if _f64(a) else a / b
+  zero = div(-lo, scale).round().clip(0, 255).cast(dtypes.uint8)
+  return div(x, scale).round().add(zero.cast(x.dtype)).clip(0, 255).cast(dtypes.uint8), scale, zero
+
+def _f64(t: Tensor) -> bool: return is_dtype_supported(dtypes.float64, t.device)
 
 def _per_axis(t: Tensor, x: Tensor, axis: int, block_size: int = 0) -> Tensor:
   """A scale or zero point shaped to broadcast with x: a scalar, one per index of axis, or (block_size) one per block of it."""

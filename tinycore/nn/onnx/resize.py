@@ -7,7 +7,8 @@ Tensor.interpolate) and the data moves through a Tensor matmul. Per output index
 - nearest takes one input index (rounded by nearest_mode), linear two (weights 1-t, t), cubic four (Keys' kernel with
   cubic_coeff_a); indices past an edge are clamped to it, or dropped with the rest renormalised (exclude_outside);
 - tf_crop_and_resize reads positions inside the region of interest, and a position outside the input gives
-  extrapolation_value (added through a second, constant term)."""
+  extrapolation_value (added through a second, constant term);
+- antialias (linear and cubic) stretches the kernel by 1 / scale when downsampling, over more taps, normalized."""
 from __future__ import annotations
 import math
 import numpy as np
@@ -45,13 +46,33 @@ def _taps(x: np.ndarray, mode: str, nearest_mode: str, a: float) -> tuple[np.nda
   w = np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a)
   return (f[:, None] + np.arange(-1, 3)).astype(np.int64), w
 
+def _antialias_taps(x: np.ndarray, mode: str, scale: float, a: float) -> tuple[np.ndarray, np.ndarray]:
+  """Downsampling with antialias: the linear or cubic kernel stretched by 1 / scale (more taps), its weights normalized
+  to sum 1; the taps are the kernel's length of input indices nearest x (the lower on a tie), as ONNX's reference."""
+  s, f = min(scale, 1.0), np.floor(x)
+  ratio = np.where(x == f, 1.0, x - f)[:, None]  # an integer position counts as the far end of the interval below it
+  if mode == "linear":
+    start = int(np.floor(-1 / s) + 1)
+    d = (np.arange(start, 2 - start) - ratio) * s
+    w = np.clip(1 - np.abs(d), 0, 1)
+  else:
+    start = int(np.floor(-2 / s) + 1)
+    d = np.abs(s * (np.arange(start, 2 - start) - ratio))
+    w = np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1, np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
+  n = w.shape[1]
+  pad = -(-n // 2)
+  p = np.floor(x + pad)
+  frac = x + pad - p
+  off = np.where(frac == 0, -(n // 2), -(n // 2) + 1) if n % 2 == 0 else np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+  return (p + off - pad)[:, None].astype(np.int64) + np.arange(n), w / w.sum(axis=1, keepdims=True)
+
 def _axis_weights(n_in: int, n_out: int, scale: float, roi: tuple[float, float], mode: str, transform: str, nearest_mode: str,
-                  a: float, exclude_outside: int) -> tuple[np.ndarray, np.ndarray]:
+                  a: float, exclude_outside: int, antialias: int = 0) -> tuple[np.ndarray, np.ndarray]:
   """W (n_in, n_out) and the mask (n_out,) of outputs that take extrapolation_value."""
   x = _positions(n_in, n_out, scale, transform, roi)
-  idx, w = _taps(x, mode, nearest_mode, a)
+  idx, w = _antialias_taps(x, mode, scale, a) if antialias and mode != "nearest" else _taps(x, mode, nearest_mode, a)
   inside = (idx >= 0) & (idx < n_in)
-  if exclude_outside and mode == "cubic":
+  if exclude_outside and (mode == "cubic" or antialias):
     w = np.where(inside, w, 0)
     w = w / w.sum(axis=1, keepdims=True)
   W = np.zeros((n_in, n_out))
@@ -61,13 +82,13 @@ def _axis_weights(n_in: int, n_out: int, scale: float, roi: tuple[float, float],
   return W, outside
 
 def resize(x: Tensor, sizes: list[int], scales: list[float], roi: list[tuple[float, float]], mode: str, transform: str, nearest_mode: str,
-           a: float = -0.75, exclude_outside: int = 0, extrapolation_value: float = 0.0) -> Tensor:
+           a: float = -0.75, exclude_outside: int = 0, extrapolation_value: float = 0.0, antialias: int = 0) -> Tensor:
   """Resize every dim whose size changes (or whose coordinates move) to `sizes`, dim by dim from the last."""
   out = x.cast(dtypes.float32) if not dtypes.is_float(x.dtype) else x
   for ax in reversed(range(x.ndim)):
     n_in, n_out, s = x.shape[ax], sizes[ax], scales[ax]
     if n_in == n_out and s == 1.0 and transform != "tf_crop_and_resize": continue
-    W, outside = _axis_weights(n_in, n_out, s, roi[ax], mode, transform, nearest_mode, a, exclude_outside)
+    W, outside = _axis_weights(n_in, n_out, s, roi[ax], mode, transform, nearest_mode, a, exclude_outside, antialias)
     npdt = to_np_dtype(out.dtype) if out.dtype != dtypes.bfloat16 else np.float32
     moved = out.transpose(ax, -1) @ Tensor(W.astype(npdt), device=x.device, dtype=out.dtype)
     if outside.any(): moved = moved + Tensor((outside * extrapolation_value).astype(npdt), device=x.device, dtype=out.dtype)
@@ -76,7 +97,7 @@ def resize(x: Tensor, sizes: list[int], scales: list[float], roi: list[tuple[flo
   return (out if mode == "nearest" else out.round()).clip(dtypes.min(x.dtype), dtypes.max(x.dtype)).cast(x.dtype)
 
 @onnx_op(since=10, values={"mode": ("nearest", "linear", "cubic"), "coordinate_transformation_mode": _TRANSFORMS, "nearest_mode": _NEAREST,
-                           "antialias": (0,), "keep_aspect_ratio_policy": ("stretch", "not_larger", "not_smaller")})
+                           "keep_aspect_ratio_policy": ("stretch", "not_larger", "not_smaller")})
 def Resize(x: Tensor, roi_or_scales: Tensor | None = None, scales_input: Tensor | None = None, sizes_input: Tensor | None = None, /, *,
            mode: str = "nearest", coordinate_transformation_mode: str = "half_pixel", nearest_mode: str = "round_prefer_floor",
            cubic_coeff_a: float = -0.75, exclude_outside: int = 0, extrapolation_value: float = 0.0, antialias: int = 0,
@@ -102,7 +123,8 @@ def Resize(x: Tensor, roi_or_scales: Tensor | None = None, scales_input: Tensor 
   if roi_t is not None and roi_t.numel():
     r = floats(roi_t)
     for i, a in enumerate(ax): roi[a] = (r[i], r[i + len(ax)])
-  return resize(x, sizes, scales, roi, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value)
+  return resize(x, sizes, scales, roi, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value,
+                antialias)
 
 @onnx_op(since=7, until=9, values={"mode": ("nearest", "linear")})
 def Upsample(x: Tensor, scales_input: Tensor | None = None, /, *, mode: str = "nearest", scales: list[float] | None = None) -> Tensor:

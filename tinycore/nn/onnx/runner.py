@@ -10,7 +10,8 @@ refused at once and never halfway through a run:
 - every element type the model names (inputs, outputs, initializers, intermediate values, Cast targets) must have a
   tinycore dtype the device declares (`is_dtype_supported`), else DTypeError naming the value and the device; values
   are tensors, sequences of tensors (Python lists) or optional values (None when empty), not maps;
-- initializers become Tensors on the device.
+- initializers become Tensors on the device; then optimize.py folds BatchNormalization into Conv and runs the nodes
+  whose inputs are all constants once, so that runs do not repeat them.
 Running (`runner({"input": x})`) binds the inputs (numpy arrays and lists are converted to the input's dtype; a Tensor
 must have it), checks their shapes against the model (a named dim, such as "batch", takes the same size everywhere
 it appears), runs the nodes in the graph's order and returns {output name: Tensor}, lazy as every Tensor."""
@@ -27,6 +28,7 @@ from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
 from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
+from tinycore.nn.onnx.optimize import optimize
 if TYPE_CHECKING: import onnx
 
 def import_onnx() -> Any:
@@ -88,6 +90,7 @@ class Graph:
                  if k in impl.private}
       self.nodes.append((impl, n, attrs, private))
       known |= set(n.output)
+    optimize(self)
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):
