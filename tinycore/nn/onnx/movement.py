@@ -10,6 +10,7 @@ from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, DTYPES
+from tinycore.nn.onnx.shapes import host_tensor
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 
@@ -144,9 +145,9 @@ def Pad(x: Tensor, pads_input: Tensor | None = None, value_input: Tensor | None 
 
 @onnx_op()
 def Shape(x: Tensor, /, *, start: int = 0, end: int | None = None) -> Tensor:
-  return Tensor(list(x.shape[slice(start, end)]), dtype=dtypes.int64, device=x.device)
+  return host_tensor(list(x.shape[slice(start, end)]), dtypes.int64, x.device)
 @onnx_op()
-def Size(x: Tensor, /) -> Tensor: return Tensor(x.numel(), dtype=dtypes.int64, device=x.device)
+def Size(x: Tensor, /) -> Tensor: return host_tensor(x.numel(), dtypes.int64, x.device)
 
 @onnx_op(values={"mode": ("DCR", "CRD")})
 def DepthToSpace(x: Tensor, /, *, blocksize: int, mode: str = "DCR") -> Tensor:

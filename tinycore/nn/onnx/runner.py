@@ -11,7 +11,8 @@ refused at once and never halfway through a run:
   tinycore dtype the device declares (`is_dtype_supported`), else DTypeError naming the value and the device; values
   are tensors, sequences of tensors (Python lists) or optional values (None when empty), not maps;
 - initializers become Tensors on the device; then optimize.py folds BatchNormalization into Conv and runs the nodes
-  whose inputs are all constants once, so that runs do not repeat them.
+  whose inputs are all constants once, so that runs do not repeat them; small integer initializers are host values
+  (shapes.py: shape arithmetic runs on the host, not as kernels).
 Running (`runner({"input": x})`) binds the inputs (numpy arrays and lists are converted to the input's dtype; a Tensor
 must have it), checks their shapes against the model (a named dim, such as "batch", takes the same size everywhere
 it appears), runs the nodes in the graph's order and returns {output name: Tensor}, lazy as every Tensor."""
@@ -29,6 +30,7 @@ from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsamp
 from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of
 from tinycore.nn.onnx.optimize import optimize
+from tinycore.nn.onnx import shapes
 if TYPE_CHECKING: import onnx
 
 def import_onnx() -> Any:
@@ -91,6 +93,8 @@ class Graph:
       self.nodes.append((impl, n, attrs, private))
       known |= set(n.output)
     optimize(self)
+    for t in self.initializers.values():
+      if shapes.small_int(t): shapes.remember(t, t.tolist())
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):
@@ -103,7 +107,8 @@ class Graph:
     for impl, n, attrs, private in self.nodes:
       args = [values[name] if name else None for name in n.input]
       if impl.scoped: private = {**private, "_scope": values}
-      out = impl.fn(*args, **attrs, **private)
+      out = shapes.run_on_host(n.op_type, args, attrs)  # shape arithmetic stays on the host (shapes.py)
+      if out is None: out = impl.fn(*args, **attrs, **private)
       outs = out if isinstance(out, tuple) else (out,)
       if len(outs) < len(n.output):
         raise NotImplementedError(f"ONNX op {n.op_type} in node {n.name!r}: gives {len(outs)} outputs, the node asks for {len(n.output)}")

@@ -24,7 +24,9 @@ def dtype_of(code: int, what: str) -> DType:
 def ints(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d integer Tensor as a Python int or list of ints (`default` for an absent input)."""
   if t is None: return default
-  v = t.tolist()
+  from tinycore.nn.onnx.shapes import host_value
+  v = host_value(t)
+  if v is None: v = t.tolist()
   return [int(x) for x in v] if isinstance(v, list) else int(v)
 
 def int_list(t: Tensor | None, default: Any = None) -> Any:
