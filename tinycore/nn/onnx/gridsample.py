@@ -8,7 +8,8 @@ first). Per spatial dim of the input, as ONNX's reference (after PyTorch's GridS
 - the taps are p itself (nearest), floor(p) + 0..1 (linear) or floor(p) - 1..2 (cubic, Keys' kernel with a = -0.75),
   and a tap outside [0, d - 1] reads 0 (zeros), the edge (border) or its reflection (reflection).
 The taps of all dims combine into one gather per combination (2^r for linear, 4^r for cubic) from the flattened input,
-weighted by the product of the per-dim weights. Positions, taps and weights are Tensor ops on the grid: no host reads."""
+weighted by the product of the per-dim weights. Positions, taps and weights are Tensor ops on the grid: no host reads.
+DeformConv samples its moved kernel taps with GridSample."""
 from __future__ import annotations
 import itertools, math
 from tinycore.tensor import Tensor
@@ -76,3 +77,25 @@ def GridSample(x: Tensor, grid: Tensor, /, *, align_corners: int = 0, mode: str 
     out = v if out is None else out + v
   assert out is not None
   return out.reshape(n, c, *out_sp).cast(x.dtype)
+
+@onnx_op()
+def DeformConv(x: Tensor, w: Tensor, offset: Tensor, b: Tensor | None = None, mask: Tensor | None = None, /, *, dilations: list[int] | None = None,
+               group: int = 1, kernel_shape: list[int] | None = None, offset_group: int = 1, pads: list[int] | None = None,
+               strides: list[int] | None = None) -> Tensor:
+  """A 2-d convolution whose every kernel tap reads the input at its usual place moved by a learned offset (per offset
+  group, tap and output position), bilinearly: GridSample (align_corners, zero padding) of each offset group's
+  channels at all the moved taps, times the mask, then the grouped weighted sum over channels and taps."""
+  if x.ndim != 4: raise NotImplementedError(f"ONNX DeformConv on {x.ndim - 2}-d inputs: only 2-d is implemented")
+  n, ic, ih, iw = x.shape
+  oc, (kh, kw), (oh, ow) = w.shape[0], (kernel_shape or w.shape[2:]), offset.shape[2:]
+  (sh, sw), (dh, dw), p, og = strides or [1, 1], dilations or [1, 1], pads or [0, 0, 0, 0], offset_group
+  off = offset.reshape(n, og, kh, kw, 2, oh, ow)
+  ph = (Tensor.arange(kh) * dh).reshape(1, 1, kh, 1, 1, 1) + (Tensor.arange(oh) * sh - p[0]).reshape(1, 1, 1, 1, oh, 1) + off[:, :, :, :, 0]
+  pw = (Tensor.arange(kw) * dw).reshape(1, 1, 1, kw, 1, 1) + (Tensor.arange(ow) * sw - p[1]).reshape(1, 1, 1, 1, 1, ow) + off[:, :, :, :, 1]
+  grid = Tensor.stack(pw / (iw - 1) * 2 - 1, ph / (ih - 1) * 2 - 1, dim=-1).reshape(n * og, kh * kw * oh, ow, 2)
+  taps = GridSample(x.reshape(n * og, ic // og, ih, iw), grid, align_corners=1).reshape(n, og, ic // og, kh, kw, oh, ow)
+  if mask is not None: taps = taps * mask.reshape(n, og, 1, kh, kw, oh, ow).cast(taps.dtype)
+  icg, ocg = ic // group, oc // group
+  wg = w.reshape(1, group, ocg, icg, kh, kw, 1, 1).cast(taps.dtype)
+  out = (taps.reshape(n, group, 1, icg, kh, kw, oh, ow) * wg).sum((3, 4, 5)).reshape(n, oc, oh, ow)
+  return out + b.reshape(1, -1, 1, 1) if b is not None else out
