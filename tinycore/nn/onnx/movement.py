@@ -9,8 +9,7 @@ from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, DTYPES
-from tinycore.nn.onnx.shapes import host_tensor
+from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, DTYPES
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 

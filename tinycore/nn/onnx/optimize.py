@@ -12,9 +12,10 @@ Applied by Graph once its nodes are checked, in this order:
 Initializers no node, output or subgraph uses any more are dropped. The rewrites never remove a value a subgraph may
 read from the outer scope: nodes whose outputs a subgraph names are left as they are."""
 from __future__ import annotations
-from typing import Any, TYPE_CHECKING
+from typing import Any
 from tinycore.tensor import Tensor
-if TYPE_CHECKING: from tinycore.nn.onnx.runner import Graph
+
+Graph = Any  # a tinycore.nn.onnx.runner.Graph (not imported: the runner imports this module)
 
 FOLD_MAX_ELEMENTS = 1 << 16
 RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"})
@@ -29,11 +30,10 @@ def optimize(g: Graph) -> None:
 
 def _subgraph_reads(g: Graph) -> set[str]:
   """Every value name a node of a subgraph (at any depth) reads: a superset of what they read from outer scopes."""
-  from tinycore.nn.onnx.runner import Graph
   out: set[str] = set()
   for _, _, attrs, _ in g.nodes:
     for sub in attrs.values():
-      if isinstance(sub, Graph): out |= {i for _, n, _, _ in sub.nodes for i in n.input} | set(sub.outputs) | _subgraph_reads(sub)
+      if type(sub) is type(g): out |= {i for _, n, _, _ in sub.nodes for i in n.input} | set(sub.outputs) | _subgraph_reads(sub)
   return out
 
 def _fold_batchnorm(g: Graph, inner: set[str]) -> None:

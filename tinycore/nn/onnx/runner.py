@@ -28,7 +28,7 @@ from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
 from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
-from tinycore.nn.onnx.tensors import dtype_of
+from tinycore.nn.onnx.tensors import dtype_of, small_int, remember
 from tinycore.nn.onnx.optimize import optimize
 from tinycore.nn.onnx import shapes
 if TYPE_CHECKING: import onnx
@@ -94,7 +94,7 @@ class Graph:
       known |= set(n.output)
     optimize(self)
     for t in self.initializers.values():
-      if shapes.small_int(t): shapes.remember(t, t.tolist())
+      if small_int(t): remember(t, t.tolist())
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):

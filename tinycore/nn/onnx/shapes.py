@@ -6,32 +6,15 @@ needs ints): a kernel launch and a sync for every step, and a TinyJit capture re
 *host value* is a 0-d or 1-d integer Tensor of at most HOST_MAX elements whose Python value is known: Shape and Size
 outputs, small integer initializers and constants, and the outputs of the ops below when every input is a host value.
 Those ops compute the Python value and return it as a Tensor made from it (a copy from the host, no kernel); `ints`
-reads a host value without touching the device. The ops: Gather, Unsqueeze and Squeeze (0-d <-> 1-d), Concat, Slice,
-Cast to an integer type, Identity, Add, Sub, Mul, Div, Max, Min, Equal (on same-length or scalar operands). Anything
-else runs as Tensor ops, as always."""
+reads a host value without touching the device (the registry of host values is in tensors.py). The ops: Gather,
+Unsqueeze and Squeeze (0-d <-> 1-d), Concat, Slice, Cast to an integer type, Identity, Add, Sub, Mul, Div, Max, Min,
+Equal (on same-length or scalar operands). Anything else runs as Tensor ops, as always."""
 from __future__ import annotations
-import operator, weakref
+import operator
 from typing import Any, Callable
 from tinycore.tensor import Tensor
-from tinycore.dtype import DType, dtypes
-
-HOST_MAX = 16
-_HOST: dict[int, tuple[weakref.ref, Any]] = {}  # id(tensor) -> (weakref to it, its Python value)
-
-def host_value(t: Any) -> Any:
-  """The Python value of a host-value Tensor, else None."""
-  e = _HOST.get(id(t)) if isinstance(t, Tensor) else None
-  return e[1] if e is not None and e[0]() is t else None
-
-def remember(t: Tensor, v: Any) -> Tensor:
-  """Mark t as the host value v (an int or a list of ints); returns t."""
-  key = id(t)
-  _HOST[key] = (weakref.ref(t, lambda _: _HOST.pop(key, None)), v)
-  return t
-
-def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor: return remember(Tensor(v, dtype=dtype, device=device), v)
-
-def small_int(t: Tensor) -> bool: return dtypes.is_int(t.dtype) and t.ndim <= 1 and t.numel() <= HOST_MAX
+from tinycore.dtype import dtypes
+from tinycore.nn.onnx.tensors import DTYPES, HOST_MAX, host_value, host_tensor
 
 def _elementwise(fn: Callable[[int, int], Any]) -> Callable[..., Any]:
   def run(a: Any, b: Any, **_: Any) -> Any:
@@ -70,7 +53,6 @@ def run_on_host(op: str, args: list[Any], attrs: dict[str, Any]) -> Tensor | Non
   vals = [host_value(a) for a in args]
   if not given or any(a is not None and v is None for a, v in zip(args, vals)): return None
   if op == "Cast":
-    from tinycore.nn.onnx.tensors import DTYPES
     dt = DTYPES.get(attrs.get("to", 0))
     return host_tensor(vals[0], dt, given[0].device) if dt is not None and dtypes.is_int(dt) and dtypes.is_int(given[0].dtype) else None
   kw = {k: v for k, v in attrs.items() if k in ("axis", "axes")}

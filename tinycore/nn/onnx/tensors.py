@@ -3,8 +3,10 @@
 ONNX names an element type by a number (TensorProto.DataType); the ones tinycore has a dtype for are listed in DTYPES.
 The others (strings, complex numbers, the 8-, 4- and 2-bit floats and ints) are refused when a model is loaded. An
 input an op needs as Python numbers (a shape, axes, pads) is read off its Tensor with `ints` or `floats`: such inputs
-are small, and most are initializers or Constant nodes whose values are on the host already."""
+are small, and most are initializers or Constant nodes whose values are on the host already. A *host value* (shapes.py)
+is a small integer Tensor whose Python value is remembered here: `ints` reads it without touching the device."""
 from __future__ import annotations
+import weakref
 from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
@@ -16,6 +18,24 @@ UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15:
                                19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
                                25: "UINT2", 26: "INT2"}
 
+HOST_MAX = 16
+_HOST: dict[int, tuple[weakref.ref, Any]] = {}  # id(tensor) -> (weakref to it, its Python value)
+
+def host_value(t: Any) -> Any:
+  """The Python value of a host-value Tensor, else None."""
+  e = _HOST.get(id(t)) if isinstance(t, Tensor) else None
+  return e[1] if e is not None and e[0]() is t else None
+
+def remember(t: Tensor, v: Any) -> Tensor:
+  """Mark t as the host value v (an int or a list of ints); returns t."""
+  key = id(t)
+  _HOST[key] = (weakref.ref(t, lambda _: _HOST.pop(key, None)), v)
+  return t
+
+def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor: return remember(Tensor(v, dtype=dtype, device=device), v)
+
+def small_int(t: Tensor) -> bool: return dtypes.is_int(t.dtype) and t.ndim <= 1 and t.numel() <= HOST_MAX
+
 def dtype_of(code: int, what: str) -> DType:
   """The tinycore dtype of ONNX element type `code`; NotImplementedError naming `what` needs it otherwise."""
   if code in DTYPES: return DTYPES[code]
@@ -24,7 +44,6 @@ def dtype_of(code: int, what: str) -> DType:
 def ints(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d integer Tensor as a Python int or list of ints (`default` for an absent input)."""
   if t is None: return default
-  from tinycore.nn.onnx.shapes import host_value
   v = host_value(t)
   if v is None: v = t.tolist()
   return [int(x) for x in v] if isinstance(v, list) else int(v)
