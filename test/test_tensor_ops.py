@@ -485,3 +485,18 @@ def test_python_scalar_of_the_tensors_kind_matches_numpy(dt, dev):
     with np.errstate(over="ignore"): np.testing.assert_equal(out.numpy(), ref)
   if dt != dtypes.bool:
     with pytest.raises(OverflowError): t + (dtypes.max(dt) + 1)
+
+def test_clip_gradient_on_the_bounds(dev):
+  # a value equal to a bound is inside the range: gradient 1 as torch (a maximum/minimum tie gave 0.5)
+  x = np.array([-3.0, -2.5, 0.0, 1.5, 2.0], np.float32)
+  check(lambda t: t.clip(-2.5, 1.5), lambda t: t.clip(-2.5, 1.5), [x], dev)
+  check(lambda t: t.clip(None, 1.5), lambda t: t.clip(None, 1.5), [x], dev)
+
+def test_clip_without_bounds_is_a_runtime_error(dev):
+  with pytest.raises(RuntimeError): torch.zeros(2).clip(None, None)
+  with pytest.raises(RuntimeError): Tensor.zeros(2, device=dev).clip(None, None)
+
+def test_copysign_gradient_at_zero(dev):
+  # |x| has gradient 0 at x = 0 in torch, so copysign(+-0, y) does too
+  x, y = np.array([0.0, -0.0, 0.0, 2.0, -1.0], np.float32), np.array([1.0, 1.0, -1.0, -1.0, 0.0], np.float32)
+  check(lambda t: t.copysign(Tensor(y, device=dev)), lambda t: torch.copysign(t, torch.tensor(y)), [x], dev)
