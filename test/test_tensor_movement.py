@@ -442,3 +442,8 @@ def test_masked_select_size(dev):
       np.testing.assert_equal(t.numpy()[:min(size, int(m.sum()))], x[m][:size])
   i = np.arange(6, dtype=np.int32).reshape(2, 3)
   np.testing.assert_equal(Tensor(i, device=dev).masked_select(Tensor([True, False, True], device=dev), size=5, fill_value=9).numpy(), [0, 2, 3, 5, 9])
+
+def test_pad_unknown_mode_is_not_implemented(dev):
+  # torch and tinygrad 0.14 raise NotImplementedError for a mode they do not know
+  with pytest.raises(NotImplementedError): torch.nn.functional.pad(torch.zeros(1, 3, 3), (1, 0), mode="typo")
+  with pytest.raises(NotImplementedError): Tensor.zeros(1, 3, 3, device=dev).pad((1, 0), mode="typo")

@@ -7,7 +7,7 @@ import numpy as np
 import tinycore.function as F
 from tinycore.dtype import dtypes, least_upper_dtype
 from tinycore.helpers import all_int, argfix, prod, make_tuple, flatten, ceildiv
-from tinycore.errors import ShapeError, ArgumentError, DimError
+from tinycore.errors import ShapeError, ArgumentError, DimError, UnsupportedError
 from tinycore.uop.uop import UOp, sint
 from tinycore.uop.symbolic import ssimplify
 from tinycore.tensor.args import _bound_vals, _same, _sym
@@ -108,7 +108,7 @@ class MovementMixin:
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ArgumentError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+      raise UnsupportedError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
     if mode != "constant" and value != 0: raise ArgumentError(f"pad value only applies to mode 'constant', not {mode!r}")
     if len(padding) and all(isinstance(p, (int, np.integer)) for p in padding):
       flat = [int(p) for p in padding]
