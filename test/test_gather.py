@@ -135,3 +135,11 @@ def test_several_index_tensors_report_their_own_dim(dev):
   y = Tensor.zeros(3, 4, device=dev).contiguous()
   y[Tensor([1, 5], device=dev), Tensor([0, 1], device=dev)] = 1.0
   with pytest.raises(IndexError, match="index 5 is out of bounds for size 3"): y.numpy()
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_reduce"])
+def test_scatter_src_of_another_dtype_is_an_error(op):
+  # torch (and tinygrad 0.14) refuse a src whose dtype is not self's instead of casting it silently
+  idx = np.array([[0, 1], [1, 0]])
+  args = {"scatter": (), "scatter_reduce": ("sum",)}[op]
+  with pytest.raises(RuntimeError): getattr(torch.zeros(2, 2, dtype=torch.float16), op)(1, torch.tensor(idx), torch.ones(2, 2), *args)
+  with pytest.raises(RuntimeError): getattr(Tensor.zeros(2, 2, dtype=dtypes.half), op)(1, Tensor(idx), Tensor.ones(2, 2), *args)
