@@ -305,8 +305,11 @@ class MovementMixin:
     return ts[0]
   def stack(self, *args: Tensor, dim: int = 0) -> Tensor:
     """Stack tensors of one shape along a new dim. `Tensor.stack([a, b])` works too."""
-    if isinstance(self, (list, tuple)): return MovementMixin._first(self, "stack").stack(*self[1:], *args, dim=dim)
+    if isinstance(self, (list, tuple)):
+      if args: raise ArgumentError(f"stack takes tensors or one list of them, not a list and then {len(args)} more argument(s)")
+      return MovementMixin._first(self, "stack").stack(*self[1:], dim=dim)
     for t in args:
+      if not isinstance(t, type(self)): raise ArgumentError(f"stack takes tensors, got {type(t).__name__}")
       if t.shape != self.shape: raise ShapeError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
     d = self._resolve_dim(dim, extra=True)
     return type(self).cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)
