@@ -108,3 +108,9 @@ def test_dtype_hash_and_equality_survive_pickling_into_another_process():
   subprocess.run([sys.executable, "-c", code], input=data, check=True, env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
   assert dtypes.float32 == to_dtype("float") and dtypes.float32 != dtypes.float64 and (dtypes.float32 == 1.0) is False
   assert dtypes.is_int(dtypes.uint8) and dtypes.is_unsigned(dtypes.uint64) and not dtypes.is_int(dtypes.float32)
+
+def test_unknown_dtype_name_is_a_type_and_attribute_error():
+  # tinycore's TypeError, and tinygrad 0.14's AttributeError (it looks the name up on dtypes), for a name of no dtype
+  for err in (TypeError, AttributeError):
+    with pytest.raises(err): Tensor([1.0, 2.0]).sum(dtype="")
+    with pytest.raises(err): Tensor([1.0, 2.0]).cast("float31")

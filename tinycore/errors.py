@@ -26,3 +26,6 @@ class DimError(ShapeError, IndexError):
 class UnsupportedError(ArgumentError, NotImplementedError):
   """An option value tinygrad 0.14 and torch answer with NotImplementedError (an unknown pad mode): caught as RuntimeError,
   ValueError or NotImplementedError."""
+
+class DTypeNameError(TypeError, AttributeError):
+  """A string that names no dtype: TypeError in tinycore, AttributeError in tinygrad 0.14 (it looks the name up on dtypes)."""
