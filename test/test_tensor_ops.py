@@ -500,3 +500,22 @@ def test_copysign_gradient_at_zero(dev):
   # |x| has gradient 0 at x = 0 in torch, so copysign(+-0, y) does too
   x, y = np.array([0.0, -0.0, 0.0, 2.0, -1.0], np.float32), np.array([1.0, 1.0, -1.0, -1.0, 0.0], np.float32)
   check(lambda t: t.copysign(Tensor(y, device=dev)), lambda t: torch.copysign(t, torch.tensor(y)), [x], dev)
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (4, 4), (2, 4, 3), (1, 1)])
+def test_qr_against_numpy(shape, dev):
+  # Householder QR: Q orthogonal, R upper triangular, Q R = A; R's diagonal equals numpy's up to sign (the sign convention
+  # is tinygrad's: each reflection sends the column to -sign(x_k)|x|)
+  a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+  q, r = (t.numpy() for t in Tensor(a, device=dev).qr())
+  m = shape[-2]
+  assert q.shape == (*shape[:-2], m, m) and r.shape == shape
+  np.testing.assert_allclose(q @ r, a, atol=1e-5)
+  np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(m), q.shape), atol=1e-5)
+  np.testing.assert_allclose(np.tril(r, -1), 0, atol=1e-5)
+  ref = np.linalg.qr(a.astype(np.float64), mode="complete")[1]
+  np.testing.assert_allclose(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), np.abs(np.diagonal(ref, axis1=-2, axis2=-1)), atol=1e-5)
+
+def test_qr_gradient_against_torch(dev):
+  a = np.random.default_rng(4).standard_normal((3, 3)).astype(np.float32)  # torch differentiates complete QR of square ones
+  # torch's R differs from ours by row signs: compare a sign-free function of R, the squares of its entries
+  check(lambda t: t.qr()[1].square(), lambda t: torch.linalg.qr(t, mode="complete")[1].square(), [a], dev, atol=1e-4)
