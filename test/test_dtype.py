@@ -119,3 +119,9 @@ def test_bfloat16_scalar_constant_folding(device):
   out = Tensor(x, device=device).cast(dtypes.bfloat16).celu(2.0)
   ref = torch.nn.functional.celu(torch.tensor(x).bfloat16(), alpha=2.0)
   np.testing.assert_allclose(out.float().numpy(), ref.float().numpy(), rtol=2**-7, atol=2**-7)
+
+def test_unknown_dtype_name_is_a_type_and_attribute_error():
+  # tinycore's TypeError, and tinygrad 0.14's AttributeError (it looks the name up on dtypes), for a name of no dtype
+  for err in (TypeError, AttributeError):
+    with pytest.raises(err): Tensor([1.0, 2.0]).sum(dtype="")
+    with pytest.raises(err): Tensor([1.0, 2.0]).cast("float31")

@@ -149,3 +149,11 @@ def test_zero_dim_index_leaves_no_dims(dev):
   z, zn = Tensor.zeros(5, device=dev).contiguous(), np.zeros(5, np.float32)
   z[Tensor(3, device=dev)], zn[np.array(3)] = 7.0, 7.0
   np.testing.assert_array_equal(z.numpy(), zn)
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_reduce"])
+def test_scatter_src_of_another_dtype_is_an_error(op):
+  # torch (and tinygrad 0.14) refuse a src whose dtype is not self's instead of casting it silently
+  idx = np.array([[0, 1], [1, 0]])
+  args = {"scatter": (), "scatter_reduce": ("sum",)}[op]
+  with pytest.raises(RuntimeError): getattr(torch.zeros(2, 2, dtype=torch.float16), op)(1, torch.tensor(idx), torch.ones(2, 2), *args)
+  with pytest.raises(RuntimeError): getattr(Tensor.zeros(2, 2, dtype=dtypes.half), op)(1, Tensor(idx), Tensor.ones(2, 2), *args)

@@ -442,3 +442,15 @@ def test_masked_select_size(dev):
       np.testing.assert_equal(t.numpy()[:min(size, int(m.sum()))], x[m][:size])
   i = np.arange(6, dtype=np.int32).reshape(2, 3)
   np.testing.assert_equal(Tensor(i, device=dev).masked_select(Tensor([True, False, True], device=dev), size=5, fill_value=9).numpy(), [0, 2, 3, 5, 9])
+
+def test_pad_unknown_mode_is_not_implemented(dev):
+  # torch and tinygrad 0.14 raise NotImplementedError for a mode they do not know
+  with pytest.raises(NotImplementedError): torch.nn.functional.pad(torch.zeros(1, 3, 3), (1, 0), mode="typo")
+  with pytest.raises(NotImplementedError): Tensor.zeros(1, 3, 3, device=dev).pad((1, 0), mode="typo")
+
+def test_stack_of_a_list_and_more_tensors_is_an_error(dev):
+  # one list of tensors, or the tensors themselves: a list followed by more tensors is a ValueError (tinygrad 0.14)
+  a, b, c = (Tensor([float(i), 2.0], device=dev) for i in range(3))
+  np.testing.assert_equal(Tensor.stack([a, b]).numpy(), np.stack([a.numpy(), b.numpy()]))
+  with pytest.raises(ValueError): Tensor.stack((a, b), c)
+  with pytest.raises(ValueError): Tensor.stack(a, [b, c])

@@ -485,3 +485,37 @@ def test_python_scalar_of_the_tensors_kind_matches_numpy(dt, dev):
     with np.errstate(over="ignore"): np.testing.assert_equal(out.numpy(), ref)
   if dt != dtypes.bool:
     with pytest.raises(OverflowError): t + (dtypes.max(dt) + 1)
+
+def test_clip_gradient_on_the_bounds(dev):
+  # a value equal to a bound is inside the range: gradient 1 as torch (a maximum/minimum tie gave 0.5)
+  x = np.array([-3.0, -2.5, 0.0, 1.5, 2.0], np.float32)
+  check(lambda t: t.clip(-2.5, 1.5), lambda t: t.clip(-2.5, 1.5), [x], dev)
+  check(lambda t: t.clip(None, 1.5), lambda t: t.clip(None, 1.5), [x], dev)
+
+def test_clip_without_bounds_is_a_runtime_error(dev):
+  with pytest.raises(RuntimeError): torch.zeros(2).clip(None, None)
+  with pytest.raises(RuntimeError): Tensor.zeros(2, device=dev).clip(None, None)
+
+def test_copysign_gradient_at_zero(dev):
+  # |x| has gradient 0 at x = 0 in torch, so copysign(+-0, y) does too
+  x, y = np.array([0.0, -0.0, 0.0, 2.0, -1.0], np.float32), np.array([1.0, 1.0, -1.0, -1.0, 0.0], np.float32)
+  check(lambda t: t.copysign(Tensor(y, device=dev)), lambda t: torch.copysign(t, torch.tensor(y)), [x], dev)
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (4, 4), (2, 4, 3), (1, 1)])
+def test_qr_against_numpy(shape, dev):
+  # Householder QR: Q orthogonal, R upper triangular, Q R = A; R's diagonal equals numpy's up to sign (the sign convention
+  # is tinygrad's: each reflection sends the column to -sign(x_k)|x|)
+  a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+  q, r = (t.numpy() for t in Tensor(a, device=dev).qr())
+  m = shape[-2]
+  assert q.shape == (*shape[:-2], m, m) and r.shape == shape
+  np.testing.assert_allclose(q @ r, a, atol=1e-5)
+  np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(m), q.shape), atol=1e-5)
+  np.testing.assert_allclose(np.tril(r, -1), 0, atol=1e-5)
+  ref = np.linalg.qr(a.astype(np.float64), mode="complete")[1]
+  np.testing.assert_allclose(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), np.abs(np.diagonal(ref, axis1=-2, axis2=-1)), atol=1e-5)
+
+def test_qr_gradient_against_torch(dev):
+  a = np.random.default_rng(4).standard_normal((3, 3)).astype(np.float32)  # torch differentiates complete QR of square ones
+  # torch's R differs from ours by row signs: compare a sign-free function of R, the squares of its entries
+  check(lambda t: t.qr()[1].square(), lambda t: torch.linalg.qr(t, mode="complete")[1].square(), [a], dev, atol=1e-4)

@@ -4,6 +4,7 @@ import functools, math, struct
 from dataclasses import dataclass
 from typing import Any
 import numpy as np
+from tinycore.errors import DTypeNameError
 from tinycore.helpers import DEFAULT_FLOAT, DEFAULT_INT
 
 @dataclass(frozen=True, eq=True)
@@ -145,7 +146,7 @@ def to_dtype(x: DType | str) -> DType:
   """A DType, or one named by a string in any case ("float32", "HALF", "bfloat16")."""
   if isinstance(x, DType): return x
   if isinstance(x, str) and (x in DTYPES_DICT or x.lower() in DTYPES_DICT): return DTYPES_DICT.get(x, DTYPES_DICT.get(x.lower()))  # type: ignore[arg-type]
-  raise TypeError(f"unknown dtype {x!r}, expected a DType or one of {sorted(DTYPES_DICT)}")
+  raise DTypeNameError(f"unknown dtype {x!r}, expected a DType or one of {sorted(DTYPES_DICT)}")
 
 # *** promotion: the lattice tinygrad uses, upcasting to the least upper bound ***
 _PROMO = {dtypes.bool: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32],

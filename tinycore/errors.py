@@ -22,3 +22,10 @@ class ArgumentTypeError(ArgumentError, TypeError):
 
 class DimError(ShapeError, IndexError):
   """A dim the tensor does not have (tril of a 1-D tensor, bitcast's last dim of a 0-d one): IndexError as tinygrad 0.14, and still a ShapeError."""
+
+class UnsupportedError(ArgumentError, NotImplementedError):
+  """An option value tinygrad 0.14 and torch answer with NotImplementedError (an unknown pad mode): caught as RuntimeError,
+  ValueError or NotImplementedError."""
+
+class DTypeNameError(TypeError, AttributeError):
+  """A string that names no dtype: TypeError in tinycore, AttributeError in tinygrad 0.14 (it looks the name up on dtypes)."""

@@ -21,8 +21,8 @@ ALLOWED: dict[str, str] = {
           "Tensor.decode_hevc_frame"),
   **_same("multi-device sharding (tinygrad's MultiLazyBuffer): tinycore runs every tensor on one device; open issue 16",
           "Tensor.shard", "Tensor.shard_", "Tensor.shard_like"),
-  **_same("matrix decompositions (tinygrad's Householder QR and one-sided Jacobi SVD) are not implemented in tinycore yet: "
-          "compute them with numpy on .numpy() meanwhile", "Tensor.qr", "Tensor.svd"),
+  "Tensor.svd": "the singular value decomposition (tinygrad's one-sided Jacobi SVD) is not implemented in tinycore yet: "
+                "compute it with numpy on .numpy() meanwhile (Tensor.qr is there)",
   "Tensor.from_url": "downloads over the network; tinycore does no network I/O (load the file, then Tensor(bytes))",
   "Tensor.realize(do_update_stats)": "tinygrad's switch for its own GlobalCounters bookkeeping; tinycore always counts",
   "Tensor.__delitem__": "tinygrad's only raises TypeError; without it python raises TypeError for `del t[i]` as well",

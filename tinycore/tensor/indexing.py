@@ -249,6 +249,7 @@ class IndexingMixin:
     """The checked dim, index and src (cut to index's shape, in self's dtype), and the pad from index's sizes back to self's."""
     d, index = self._dim_index(dim, index, name)
     if not isinstance(src, type(self)): src = self.full(index.shape, src, dtype=self.dtype, device=self.device)
+    elif src.dtype != self.dtype: raise DTypeError(f"{name} needs src of self's dtype {self.dtype}, got {src.dtype} (as torch)")
     if src.ndim != self.ndim: raise ShapeError(f"{name} src needs {self.ndim} dims, got {src.shape}")
     for i, (a, b, c) in enumerate(zip(index.shape, self.shape, src.shape)):
       if (i != d and a > b) or a > c:

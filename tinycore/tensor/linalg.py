@@ -1,7 +1,7 @@
 """Tensor linear algebra: dot and matmul, einsum, and the matrix helpers built of them."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
-from tinycore.dtype import DType, least_upper_dtype, to_dtype
+from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
 from tinycore.tensor.args import _broadcast_shape
 if TYPE_CHECKING: from tinycore.tensor import Tensor
@@ -41,6 +41,24 @@ class LinalgMixin:
         out = out + c * term
       x = out
     return x
+  def qr(self) -> tuple[Tensor, Tensor]:
+    """Q (..., m, m) orthogonal and R (..., m, n) upper triangular with Q @ R = self, by Householder reflections: for each
+    column k < min(m, n), H = I - 2 v v^T / (v^T v) with v = x + s |x| e_k (x the column from row k down, s the sign of
+    x_k, +1 for 0) turns x into -s |x| e_k; R = H R and Q = Q H. A zero column reflects nothing."""
+    if self.ndim < 2: raise ShapeError(f"qr needs at least 2 dims, got shape {self.shape}")
+    m, n = self.shape[-2], self.shape[-1]
+    x0 = self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
+    rows = type(self).arange(m, device=self.device)
+    r, q = x0, type(self).eye(m, dtype=x0.dtype, device=self.device).expand(*self.shape[:-2], m, m)
+    for k in range(min(m, n)):
+      x = (rows >= k).where(r[..., :, k], 0)
+      xk = r[..., k:k + 1, k]
+      v = x + (rows == k).where((xk < 0).where(-1.0, 1.0) * x.square().sum(-1, keepdim=True).sqrt(), 0)
+      vtv = v.square().sum(-1, keepdim=True)
+      w = (vtv == 0).where(0.0, 2 / (vtv == 0).where(1.0, vtv)) * v  # 2 v / (v^T v), 0 for a zero column
+      r = r - v.unsqueeze(-1) * (w.unsqueeze(-2) @ r)
+      q = q - (q @ v.unsqueeze(-1)) * w.unsqueeze(-2)
+    return q, r
   def linear(self, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
     """self @ weight + bias, weight shaped (in, out) (a 1-D weight multiplies elementwise)."""
     x = self.mul(weight) if weight.ndim == 1 else self.dot(weight, dtype=dtype)

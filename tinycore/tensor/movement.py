@@ -7,7 +7,7 @@ import numpy as np
 import tinycore.function as F
 from tinycore.dtype import dtypes, least_upper_dtype
 from tinycore.helpers import all_int, argfix, prod, make_tuple, flatten, ceildiv
-from tinycore.errors import ShapeError, ArgumentError, DimError
+from tinycore.errors import ShapeError, ArgumentError, DimError, UnsupportedError
 from tinycore.uop.uop import UOp, sint
 from tinycore.uop.symbolic import ssimplify
 from tinycore.tensor.args import _bound_vals, _same, _sym
@@ -108,7 +108,7 @@ class MovementMixin:
     """Pad with one (before, after) per dim (None for none), or torch style (left, right, top, bottom, ...) from the
     last dim. mode is "constant" (with `value`), "reflect", "replicate" or "circular"; negative pads crop."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ArgumentError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
+      raise UnsupportedError(f"pad mode must be constant, reflect, replicate or circular, got {mode!r}")
     if mode != "constant" and value != 0: raise ArgumentError(f"pad value only applies to mode 'constant', not {mode!r}")
     if len(padding) and all(isinstance(p, (int, np.integer)) for p in padding):
       flat = [int(p) for p in padding]
@@ -305,8 +305,11 @@ class MovementMixin:
     return ts[0]
   def stack(self, *args: Tensor, dim: int = 0) -> Tensor:
     """Stack tensors of one shape along a new dim. `Tensor.stack([a, b])` works too."""
-    if isinstance(self, (list, tuple)): return MovementMixin._first(self, "stack").stack(*self[1:], *args, dim=dim)
+    if isinstance(self, (list, tuple)):
+      if args: raise ArgumentError(f"stack takes tensors or one list of them, not a list and then {len(args)} more argument(s)")
+      return MovementMixin._first(self, "stack").stack(*self[1:], dim=dim)
     for t in args:
+      if not isinstance(t, type(self)): raise ArgumentError(f"stack takes tensors, got {type(t).__name__}")
       if t.shape != self.shape: raise ShapeError(f"stack needs tensors of one shape, got {self.shape} and {t.shape}")
     d = self._resolve_dim(dim, extra=True)
     return type(self).cat(*[t.unsqueeze(d) for t in (self,) + args], dim=d)

@@ -5,6 +5,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 import tinycore.function as F
 from tinycore.dtype import dtypes, least_upper_float
+from tinycore.errors import ArgumentError
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 class UnaryMixin:
@@ -121,7 +122,8 @@ class UnaryMixin:
       mag = a.abs() if a.dtype != dtypes.bool else a
       return (b < 0).where(-mag, mag)
     a, b = a._float(), b._float()
-    mag = a._signbit().where(-a, a)
+    # a zero has magnitude +0 and, as in torch and tinygrad, gradient 0 (the sign-bit select alone would give +-1 there)
+    mag = (a == 0).where(0.0, a._signbit().where(-a, a))
     return b._signbit().where(-mag, mag)
   def trunc(self) -> Tensor:
     """Round toward zero (integers pass through); zero gradient."""
@@ -165,10 +167,11 @@ class UnaryMixin:
     p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
     return x.sign() * (1.0 - p * (-(x * x)).exp())
   def clip(self, min_: Any = None, max_: Any = None) -> Tensor:
-    """Clamp into [min_, max_] (either may be None); NaN stays NaN."""
-    if min_ is None and max_ is None: raise ValueError("at least one of 'min_' or 'max_' must not be None")
-    x = self.maximum(min_) if min_ is not None else self
-    return x.minimum(max_) if max_ is not None else x
+    """Clamp into [min_, max_] (either may be None); NaN stays NaN. A value on a bound keeps gradient 1 (torch and tinygrad
+    select with a strict comparison; maximum/minimum would split a tie's gradient in half)."""
+    if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of 'min_' or 'max_' not None")
+    x = (self < min_).where(min_, self) if min_ is not None else self
+    return (x > max_).where(max_, x) if max_ is not None else x
   def clamp(self, min_: Any = None, max_: Any = None) -> Tensor:
     """Same as clip."""
     return self.clip(min_, max_)
