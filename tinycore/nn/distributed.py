@@ -93,12 +93,14 @@ class Communicator:
 
   def wait(self, request: Any, what: str, nbytes: int) -> None:
     """Polls an MPI request until it completes; at the deadline, says so on stderr and aborts the whole job."""
-    deadline, pause = time.monotonic() + self.timeout, 1e-5
+    deadline, polls = time.monotonic() + self.timeout, 0
     while not request.Test():
       if time.monotonic() > deadline: self.abort(f"{what} of {nbytes} bytes did not complete within {self.timeout:g} s: another rank "
                                                  "failed, hangs, or never reached this collective")
-      time.sleep(pause)
-      pause = min(2 * pause, 1e-3)  # a fast collective costs little waiting, a slow one little CPU
+      # the first polls back to back (a collective of a step's gradients over shared memory takes tens of microseconds),
+      # then sleeps of up to 1 ms: a rank waiting for a slower one leaves the CPU to it
+      polls += 1
+      if polls > 200: time.sleep(min(1e-5 * 2 ** ((polls - 200) // 4), 1e-3))
   def abort(self, why: str) -> None:
     """Prints why on stderr, naming this rank and host, and ends every rank of the job (MPI Abort, exit code 1)."""
     print(f"tinycore.nn.distributed: rank {self.rank} of {self.size} on {self.MPI.Get_processor_name()}: {why}. Aborting the "
