@@ -13,6 +13,7 @@ dropout masks for its share (DROPOUT=0 makes a step exactly one process's step o
 test/test_distributed.py)."""
 from __future__ import annotations
 import os, sys, time
+from typing import Callable
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tinycore import Tensor, TinyJit, getenv, nn  # noqa: E402
@@ -20,7 +21,7 @@ from tinycore.nn import optim  # noqa: E402
 from tinycore.nn.distributed import Communicator, DataParallel  # noqa: E402
 from train_digits import Model, fit, load_digits  # noqa: E402
 
-def distributed_step(model: Model, opt: optim.Optimizer, dp: DataParallel, X: Tensor, Y: Tensor, bs: int):
+def distributed_step(model: Model, opt: optim.Optimizer, dp: DataParallel, X: Tensor, Y: Tensor, bs: int) -> Callable[[], Tensor]:
   """A train step on this rank's share of a batch of `bs` drawn on the device: two jitted halves (gradients packed into
   dp's flat buffer; the update from the averaged gradients) with the allreduce between them, outside the jits."""
   rank, size = dp.comm.rank, dp.comm.size
