@@ -24,10 +24,11 @@ The rules this module keeps:
   per parameter. `DataParallel.nbytes` is what each rank hands to allreduce per step.
 - Every collective has a deadline (`timeout`, MPI_TIMEOUT seconds, 300 by default: the first step includes compiling
   kernels, which other ranks wait for). It is started nonblocking (Iallreduce, Ibcast, Ibarrier) and polled with Test,
-  sleeping between polls so a waiting rank leaves the CPU to others. One not complete by the deadline prints, on that
-  rank's stderr, which rank and host waited for what, and calls Abort on the communicator: MPI ends every rank of the
-  job. A rank that died is usually noticed by the launcher first (mpirun ends the job and names it); the deadline is
-  for what a launcher cannot see: a rank that hangs, or one behind a network that stopped delivering.
+  back to back at first, then sleeping between polls, so a rank that waits long leaves the CPU to others. One not
+  complete by the deadline prints, on that rank's stderr, which rank and host waited for what, and calls Abort on the
+  communicator: MPI ends every rank of the job. A rank that died is usually noticed by the launcher first (mpirun
+  ends the job and names it); the deadline is for what a launcher cannot see: a rank that hangs, or one behind a
+  network that stopped delivering.
 
 The collectives are Python calls between kernels: a TinyJit captures kernels only, so a jitted train step is split in
 two jitted halves with `allreduce` between them (see DataParallel and examples/train_digits_distributed.py)."""
