@@ -16,14 +16,15 @@ from tinycore.nn import optim  # noqa: E402
 class Model:
   """The seed's CNN: conv3x3 32 -pool-> conv3x3 64 -pool-> dropout -> Linear to 10 classes. For 8x8 digits the first conv
   pads by 1 (8 -> 8 -> 4 -> 2 -> 1, 64 features); MNIST's 28x28 needs no padding (28 -> 26 -> 13 -> 11 -> 5, 1600)."""
-  def __init__(self, padding: int = 1, features: int = 64):
+  def __init__(self, padding: int = 1, features: int = 64, dropout: float = 0.5):
+    self.dropout = dropout
     self.l1 = nn.Conv2d(1, 32, kernel_size=(3, 3), padding=padding)
     self.l2 = nn.Conv2d(32, 64, kernel_size=(3, 3))
     self.l3 = nn.Linear(features, 10)
   def __call__(self, x: Tensor) -> Tensor:
     x = self.l1(x).relu().max_pool2d((2, 2))
     x = self.l2(x).relu().max_pool2d((2, 2))
-    return self.l3(x.flatten(1).dropout(0.5))
+    return self.l3(x.flatten(1).dropout(self.dropout))
 
 class Progress:
   """A progress bar in a few lines: redrawn in place on a terminal, a line every `every` steps otherwise."""
@@ -69,14 +70,18 @@ def fit(step: Callable[[int], Tensor], test_acc: Callable[[], Tensor], steps: in
     return 1
   return 0
 
-def main() -> int:
-  steps, bs, lr, target = getenv("STEPS", 400), getenv("BS", 128), float(getenv("LR", "0.003")), float(getenv("TARGET", "97"))
-  Tensor.manual_seed(getenv("SEED", 42))
+def load_digits() -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  """X_train, Y_train, X_test, Y_test: the images normalized (float), the labels int32, realized on the device."""
   X_train, Y_train, X_test, Y_test = nn.datasets.digits()
   # pixels 0..16 -> about zero mean, unit variance, done once on the device
   mean, std = 4.9, 6.0
   X_train, X_test = ((X_train.float() - mean) / std).realize(), ((X_test.float() - mean) / std).realize()
-  Y_train, Y_test = Y_train.cast("int32").realize(), Y_test.cast("int32").realize()
+  return X_train, Y_train.cast("int32").realize(), X_test, Y_test.cast("int32").realize()
+
+def main() -> int:
+  steps, bs, lr, target = getenv("STEPS", 400), getenv("BS", 128), float(getenv("LR", "0.003")), float(getenv("TARGET", "97"))
+  Tensor.manual_seed(getenv("SEED", 42))
+  X_train, Y_train, X_test, Y_test = load_digits()
   print(f"digits: {X_train.shape[0]} train, {X_test.shape[0]} test images of 8x8; {steps} steps of batch {bs}, Adam lr {lr}")
 
   model = Model()

@@ -6,7 +6,8 @@ set -euo pipefail
 # Debian packages the project uses. Later issues append here; a name the archive lacks is skipped with a note.
 APT_PACKAGES=(clang pocl-opencl-icd ocl-icd-opencl-dev graphviz
               clang-19 lld-19 llvm-19   # clang-19's amdgcn target for tinygrad-amd and clang++-19 for tinygrad-metal's syntax check
-              mesa-vulkan-drivers)      # lavapipe: the software Vulkan driver wgpu finds for tinygrad-webgpu where no GPU is
+              mesa-vulkan-drivers       # lavapipe: the software Vulkan driver wgpu finds for tinygrad-webgpu where no GPU is
+              openmpi-bin libopenmpi-dev)  # Open MPI: mpirun and libmpi for mpi4py (tinycore.nn.distributed); -dev: mpicc, to build it from source
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
@@ -65,4 +66,12 @@ PYTHONWARNINGS=ignore::UserWarning "${PIP[@]}" install -qq "${targets[@]}"
 # ONNX: the parser (the extra tinycore[onnx]) and onnxruntime, the reference test/test_onnx*.py compare with
 echo "[setup] pip install onnx onnxruntime (tinycore.nn.onnx and its tests)"
 "${PIP[@]}" install -qq onnx onnxruntime
+# mpi4py for tinycore.nn.distributed: its PyPI wheel carries no MPI of its own; at import it loads the system's libmpi
+# (Open MPI's libmpi.so.40 here), the same Open MPI that mpirun starts. Skipped with a note where Open MPI is missing.
+if command -v mpirun >/dev/null; then
+  echo "[setup] pip install mpi4py (for $(mpirun --version 2>&1 | head -1))"
+  "${PIP[@]}" install -qq 'mpi4py>=4.1'
+else
+  echo "[setup] note: no mpirun (Debian's openmpi-bin): not installing mpi4py; tinycore.nn.distributed and its tests are skipped"
+fi
 echo "[setup] done: $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])') in $(pwd)/.venv"
