@@ -12,6 +12,7 @@ from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colo
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
+from tinycore.engine.queues import run_on_queues
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
@@ -149,6 +150,8 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   if capture is None and capturing: capture = capturing[-1]
   if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
+  # a schedule over several devices runs each device's items on that device's queue, side by side (engine/queues.py)
+  jobs: list | None = [] if len(schedule) > 1 and len({si.bufs[0].device for si in schedule}) > 1 else None
   for si in schedule:
     bufs = list(si.bufs)
     for b in bufs:
@@ -157,8 +160,10 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
     runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is SINK else None
     if runner is None: runner = lower_item(si)
     if runner is not None:
-      exec_runner(runner, bufs, var_vals)
+      if jobs is None: exec_runner(runner, bufs, var_vals)
+      else: jobs.append((runner.device, bufs, functools.partial(exec_runner, runner, bufs, var_vals)))
       if capture is not None: capture.append((runner, bufs))
+  if jobs: run_on_queues(jobs)
   mark_realized(schedule)
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:
