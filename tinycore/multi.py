@@ -187,6 +187,10 @@ class MultiLazyBuffer:
     return MultiLazyBuffer([xl.scatter(il, sl, axis, op, tuple(c.lbs[d] for c in checks))
                             for d, (xl, il, sl) in enumerate(zip(x.lbs, i.lbs, s.lbs))], ax)
 
+def shards_of(lb: LazyBuffer | MultiLazyBuffer) -> tuple[LazyBuffer, ...]:
+  """The LazyBuffers behind a tensor's lazydata: the shards of a MultiLazyBuffer, else lb itself."""
+  return lb.lbs if lb.__class__ is MultiLazyBuffer else (lb,)  # type: ignore[union-attr,return-value]
+
 def allreduce(op: Ops, parts: list[LazyBuffer]) -> list[LazyBuffer]:
   """Every device's total of the partial results `parts` (parts[i] on device i), by op (ADD or MAX): the naive
   all-reduce (see the module docstring for why not a ring), combined in the same order on every device."""

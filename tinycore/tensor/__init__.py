@@ -43,7 +43,7 @@ from tinycore.tensor.conv import ConvMixin
 from tinycore.tensor.functional import FunctionalMixin
 from tinycore.tensor.autograd import AutogradMixin
 from tinycore.tensor.sharding import ShardMixin, to_devices
-from tinycore.multi import MultiLazyBuffer
+from tinycore.multi import MultiLazyBuffer, shards_of
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
@@ -174,12 +174,12 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   # *** realizing ***
   def schedule(self, *lst: Tensor) -> list[ScheduleItem]:
     """The kernels realize() would run, without running them."""
-    return create_schedule([lb for t in (self,) + lst for lb in _lbs(t)])
+    return create_schedule([lb for t in (self,) + lst for lb in shards_of(t.lazydata)])
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and the others given) now. Each one computed here (not realized before) becomes a leaf of
     the autograd graph, as in tinygrad: gradients no longer flow through it, and the graph it came from is let go."""
     cut = [t for t in (self, *lst) if t._ctx is not None and not t.lazydata.is_realized()]
-    run_schedule(*create_schedule_with_vars([lb for t in (self, *lst) for lb in _lbs(t)]))
+    run_schedule(*create_schedule_with_vars([lb for t in (self, *lst) for lb in shards_of(t.lazydata)]))
     # kept, a realized graph would hold its unrealized intermediates, which an optimizer step must then compute early
     for t in cut: t._ctx = None
     return self
@@ -196,7 +196,10 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     return t.lazydata.base.buffer
   def numpy(self) -> np.ndarray:
     """A numpy copy of the data (bfloat16 comes back as float32); a symbolic shape is resolved with its bound values."""
-    if isinstance(self.lazydata, MultiLazyBuffer): return self.to(self.device[0]).numpy()
+    if isinstance(self.lazydata, MultiLazyBuffer):
+      arr = self.to(self.device[0]).numpy()
+      for d in self.device[1:]: raise_index_errors(d)  # (the first device's: checked by numpy() above)
+      return arr
     shape = self._bound_shape()
     if prod(shape) == 0: return np.zeros(shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
     # a symbolic buffer is allocated for the Variables' largest values: the bound ones select its first elements
@@ -276,7 +279,3 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     self._ctx = r._ctx
     if self._rg is None and r._rg: self._rg = True
     return self
-
-def _lbs(t: Tensor) -> tuple[LazyBuffer, ...]:
-  """The lazy buffers behind t: its shards when it is on several devices."""
-  return t.lazydata.lbs if t.lazydata.__class__ is MultiLazyBuffer else (t.lazydata,)
