@@ -205,4 +205,6 @@ def test_sharded_params_stay_replicated(devs):
   for p in nn.state.get_parameters(lin):
     assert p.device == tuple(Device.canonicalize(d) for d in devs) and p.lazydata.axis is None
     a, b = (lb.realized.numpy() for lb in p.lazydata.lbs)
-    assert a.tobytes() == b.tobytes()
+    # one backend computes the update alike on each device; two backends may round differently (fused multiply-adds)
+    if devs[0].split(":")[0] == devs[1].split(":")[0]: assert a.tobytes() == b.tobytes()
+    else: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
