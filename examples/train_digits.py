@@ -93,7 +93,8 @@ def main() -> int:
     print(f"sharded: each batch split over {', '.join(devices)}; the weights replicated on each")
     for p in nn.state.get_parameters(model): p.shard_(devices)
     # the test set split too where it divides evenly, else a whole copy on each device
-    X_test, Y_test = (X_test.shard(devices, 0), Y_test.shard(devices, 0)) if X_test.shape[0] % len(devices) == 0 else (X_test.to(devices), Y_test.to(devices))
+    split = X_test.shape[0] % len(devices) == 0
+    X_test, Y_test = (X_test.shard(devices, 0), Y_test.shard(devices, 0)) if split else (X_test.to(devices), Y_test.to(devices))
   opt = optim.Adam(nn.state.get_parameters(model), lr=lr)
   schedule = optim.cosine_lr(lr, steps, warmup_steps=steps // 20, min_lr=lr / 20)
   train = sampled_step(model, opt, X_train, Y_train, bs, devices)

@@ -3,7 +3,8 @@ two devices must give the unsharded numbers (up to float32 rounding: a sum over 
 separately), on two CLANG devices, on CLANG + PYTHON and on CLANG + OPENCL. The result's sharding follows
 tinygrad 0.14's rules (tinycore/multi.py); test/compat/test_multi_compat.py compares those with tinygrad side by side."""
 from __future__ import annotations
-import threading
+import os, re, subprocess, sys, threading
+from pathlib import Path
 import numpy as np
 import pytest
 from tinycore import Tensor, Device, TinyJit, nn
@@ -48,7 +49,8 @@ def compare(fn, arrays: list[np.ndarray], axes: list[int | None | str], devs: tu
   return r2
 
 # *** elementwise ***
-@pytest.mark.parametrize("fn", [lambda a, b: a + b, lambda a, b: a * b - b, lambda a, b: (a > b).where(a, b.exp()), lambda a, b: a.relu() / (b.abs() + 1),
+@pytest.mark.parametrize("fn", [lambda a, b: a + b, lambda a, b: a * b - b, lambda a, b: (a > b).where(a, b.exp()),
+                                lambda a, b: a.relu() / (b.abs() + 1),
                                 lambda a, b: a.maximum(b) + 2.5])
 def test_elementwise_same_axis(devs, fn): compare(fn, [_r(4, 6), _r(4, 6)], [0, 0], devs, out_axis=0)
 
@@ -91,7 +93,8 @@ def test_conv2d(devs, padding, stride):
 def test_pooling_and_batchnorm_stats(devs):
   compare(lambda x: x.max_pool2d((2, 2)), [_r(4, 2, 6, 6)], [0], devs, out_axis=0)
   compare(lambda x: x.avg_pool2d((2, 2)), [_r(4, 2, 6, 6)], [0], devs, out_axis=0)
-  compare(lambda x: (x - x.mean((0, 2, 3), keepdim=True)) / (x.var((0, 2, 3), keepdim=True) + 1e-5).sqrt(), [_r(4, 2, 3, 3)], [0], devs, rtol=1e-4, atol=1e-4)
+  compare(lambda x: (x - x.mean((0, 2, 3), keepdim=True)) / (x.var((0, 2, 3), keepdim=True) + 1e-5).sqrt(), [_r(4, 2, 3, 3)], [0], devs,
+          rtol=1e-4, atol=1e-4)
 
 # *** movement ***
 @pytest.mark.parametrize("fn,axis,out_axis", [
@@ -108,8 +111,9 @@ def test_movement(devs, fn, axis, out_axis): compare(fn, [_r(4, 6)], [axis], dev
 def test_gather_and_cross_entropy(devs):
   y = rng.integers(0, 10, (8,)).astype(np.int32)
   one = Tensor(y, device="CLANG")
-  compare(lambda x: x.sparse_categorical_crossentropy(one.shard(x.device, 0) if isinstance(x.device, tuple) else one), [_r(8, 10)], [0], devs, out_axis=None)
-  compare(lambda x: x.gather(1, (one.reshape(8, 1).shard(x.device, 0) if isinstance(x.device, tuple) else one.reshape(8, 1))), [_r(8, 10)], [0], devs, out_axis=0)
+  def like(x: Tensor, y: Tensor) -> Tensor: return y.shard(x.device, 0) if isinstance(x.device, tuple) else y  # the labels split as x
+  compare(lambda x: x.sparse_categorical_crossentropy(like(x, one)), [_r(8, 10)], [0], devs, out_axis=None)
+  compare(lambda x: x.gather(1, like(x, one.reshape(8, 1))), [_r(8, 10)], [0], devs, out_axis=0)
 
 def test_index_error_on_a_shard(devs):
   x, bad = Tensor(_r(4, 10)).shard(devs, 0), Tensor(np.array([[1], [2], [3], [40]], np.int32)).shard(devs, 0)
@@ -173,7 +177,8 @@ def _train(devs: tuple[str, ...] | None, steps: int = 3, jit: bool = False) -> l
   if devs is not None:
     for p in params: p.shard_(devs)
   opt = optim.Adam(nn.state.get_parameters(net), lr=0.01)
-  data, labels = np.random.default_rng(1).standard_normal((steps, 8, 1, 8, 8)).astype(np.float32), np.random.default_rng(2).integers(0, 10, (steps, 8))
+  data = np.random.default_rng(1).standard_normal((steps, 8, 1, 8, 8)).astype(np.float32)
+  labels = np.random.default_rng(2).integers(0, 10, (steps, 8))
   def step(x: Tensor, y: Tensor) -> Tensor:
     with Tensor.train():
       opt.zero_grad()
@@ -208,3 +213,14 @@ def test_sharded_params_stay_replicated(devs):
     # one backend computes the update alike on each device; two backends may round differently (fused multiply-adds)
     if devs[0].split(":")[0] == devs[1].split(":")[0]: assert a.tobytes() == b.tobytes()
     else: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+def test_train_digits_sharded_example():
+  """examples/train_digits.py --shard 2 (two CLANG devices) trains as one device does: the same loss and test accuracy."""
+  script = Path(__file__).resolve().parents[1] / "examples" / "train_digits.py"
+  env = {**os.environ, "STEPS": "60", "TARGET": "0", "DEV": "CLANG"}
+  def final(*args: str) -> tuple[float, float]:
+    out = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    loss = float(re.findall(r"loss\s+([-\d.]+)", out)[-1])
+    return loss, float(re.search(r"test accuracy ([\d.]+)%", out).group(1))
+  (l1, a1), (l2, a2) = final(), final("--shard", "2")
+  assert abs(l1 - l2) < 0.01 and abs(a1 - a2) < 1.0, f"one device: loss {l1} accuracy {a1}%; sharded: loss {l2} accuracy {a2}%"

@@ -2,7 +2,8 @@
 libraries must give the same result `.device` (tinycore's CPU is an alias of CLANG: compared by position), `.shape`,
 sharding axis (tinygrad's `uop.axis`, tinycore's `lazydata.axis`; "one" for a tensor on one device) and values, and
 raise where tinygrad raises. The rules themselves are stated in tinycore/multi.py; where tinycore does more than
-tinygrad (pad, shrink or flip of the sharded dim, which tinygrad refuses; reshapes across shards) it is tested against one device in test/test_multi.py instead."""
+tinygrad (pad, shrink or flip of the sharded dim, which tinygrad refuses; reshapes across shards) it is tested against
+one device in test/test_multi.py instead."""
 from __future__ import annotations
 from typing import Any, Callable
 import numpy as np
@@ -36,8 +37,10 @@ CASES: dict[str, Callable[[Lib], Any]] = {
   "transpose_contiguous": lambda L: T(L, A).shard(DEVS, 1).T.contiguous(),
   "expand": lambda L: T(L, A).shard(DEVS, 0).reshape(4, 1, 6).expand(4, 3, 6), "pad_other": lambda L: T(L, A).shard(DEVS, 0).pad(((0, 0), (1, 1))),
   "cast": lambda L: T(L, A).shard(DEVS, 0).cast(L.dtypes.int32),
-  "add_replicated": lambda L: T(L, A).shard(DEVS, 0) + T(L, B).shard(DEVS), "add_replicated_first": lambda L: T(L, A).shard(DEVS) * T(L, B).shard(DEVS, 1),
-  "add_axes_0_1": lambda L: T(L, K).shard(DEVS, 0) + T(L, K).shard(DEVS, 1), "add_axes_1_0": lambda L: T(L, K).shard(DEVS, 1) + T(L, K).shard(DEVS, 0),
+  "add_replicated": lambda L: T(L, A).shard(DEVS, 0) + T(L, B).shard(DEVS),
+  "add_replicated_first": lambda L: T(L, A).shard(DEVS) * T(L, B).shard(DEVS, 1),
+  "add_axes_0_1": lambda L: T(L, K).shard(DEVS, 0) + T(L, K).shard(DEVS, 1),
+  "add_axes_1_0": lambda L: T(L, K).shard(DEVS, 1) + T(L, K).shard(DEVS, 0),
   "add_const": lambda L: T(L, A).shard(DEVS, 0) + 1.5, "relu_exp": lambda L: T(L, A).shard(DEVS, 1).relu().exp(),
   "matmul_batch": lambda L: T(L, A).shard(DEVS, 0) @ T(L, W).shard(DEVS), "matmul_k": lambda L: T(L, A).shard(DEVS, 1) @ T(L, W).shard(DEVS, 0),
   "matmul_cols": lambda L: T(L, A).shard(DEVS) @ T(L, W).shard(DEVS, 1),

@@ -170,7 +170,8 @@ class TinyJit(Generic[ReturnType]):
     if any(not t.lazydata.is_realized() for _, t in tensors):
       raise JitError("an input of the jitted function was replaced by an unrealized value during the call")
     for o in outs:
-      if any(lb.base.buffer is b for lb in shards_of(o.lazydata) for b in input_bufs): raise JitError("a jitted function may not return one of its inputs unchanged")
+      if any(lb.base.buffer is b for lb in shards_of(o.lazydata) for b in input_bufs):
+        raise JitError("a jitted function may not return one of its inputs unchanged")
     self.captured = CapturedJit(ret, kernels, input_bufs, [n for n, _ in tensors], [_signature(t) for _, t in tensors], sorted(var_vals, key=repr))
     if DEBUG >= 1: print(f"JIT captured {len(kernels)} kernels with {len(input_bufs)} inputs")
     self.cnt = 2

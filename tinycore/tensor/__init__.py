@@ -87,7 +87,8 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     """Make a tensor from a python scalar, (nested) list or tuple, numpy array, bytes (as uint8), a LazyBuffer or
     another Tensor (copied to `device`). The dtype is inferred as tinygrad does unless given."""
-    if (data.__class__ is LazyBuffer or data.__class__ is MultiLazyBuffer) and device is None and dtype is None:  # a graph node wrapped as it is (most tensors made inside ops)
+    # a graph node wrapped as it is (most tensors made inside ops)
+    if (data.__class__ is LazyBuffer or data.__class__ is MultiLazyBuffer) and device is None and dtype is None:
       self.grad, self._rg, self._ctx, self.is_param, self.lazydata = None, requires_grad, None, True, data
       if requires_grad: _check_differentiable(self)
       return

@@ -49,7 +49,8 @@ class CreationMixin:
   def empty(cls, *shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if isinstance(device := Device.canonicalize(device), tuple): return cls(cls.empty(*shape, device=device[0], dtype=dt).lazydata, device=device, **kwargs)
+    if isinstance(device := Device.canonicalize(device), tuple):  # several devices: replicated, as every creation function
+      return cls(cls.empty(*shape, device=device[0], dtype=dt).lazydata, device=device, **kwargs)
     return cls(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
   @classmethod
   def full(cls, shape: tuple[sint, ...] | int, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True,
