@@ -12,10 +12,11 @@ The rules (tinygrad 0.14's, compared side by side in test/compat/test_multi_comp
   sharded source (an all-gather, then a view). The result has that axis.
 - reduce over dims that exclude the sharded one: per shard, the axis stays. Over the sharded dim: each device reduces
   its shard, then an all-reduce gives every device the total, and the result is replicated.
-- the all-reduce is the naive one: every device copies in the other n-1 partial results and combines them in device
-  order. Each device then receives (n-1)/n of the data per element, against 2(n-1)/n for a ring, but in one step
-  instead of 2(n-1), and in one process on 2-4 devices the step count (kernel launches, copies through host memory)
-  is what costs. The fixed order makes the replicas bitwise equal, so replicated weights never drift apart.
+- the all-reduce is the naive one: every device copies in the other n-1 partial results (S bytes each) and combines
+  them in device order: (n-1)*S bytes into each device in one step, against 2(n-1)/n*S in 2(n-1) steps for a ring.
+  Equal bytes at n = 2; on the 2-4 devices of one host, whose copies go through host memory, the step count (copies
+  and kernel launches) is what costs. The fixed order makes the replicas of one backend bitwise equal, so replicated
+  weights never drift apart.
 - movement ops that leave the sharded dim whole (permute; reshape that keeps the dim's block boundaries; expand, pad,
   shrink and flip of the other dims) run per shard with the axis moved along. Any other (pad, shrink or flip of the
   sharded dim, a reshape that would move elements between shards) gathers the whole tensor on every device first and
