@@ -30,7 +30,7 @@ def compare(fn, arrays: list[np.ndarray], axes: list[int | None | str], devs: tu
   """fn on one device and on the inputs sharded as `axes` (an int or None: shard(devs, axis); "to": replicated by .to)
   must agree, outputs and gradients of every input; returns the sharded output."""
   one = [Tensor(a, device="CLANG", requires_grad=grad) for a in arrays]
-  many = [Tensor(a, device="CLANG").to(devs) if ax == "to" else Tensor(a, device="CLANG").shard(devs, ax) for a, ax in zip(arrays, axes)]
+  many = [Tensor(a, device="CLANG").to(devs) if ax == "to" else Tensor(a, device="CLANG").shard_(devs, ax) for a, ax in zip(arrays, axes)]
   for t in many: t.requires_grad = grad
   r1, r2 = fn(*one), fn(*many)
   assert r2.device == tuple(Device.canonicalize(d) for d in devs), r2.device
@@ -141,6 +141,14 @@ def test_shard_semantics(devs):
   with pytest.raises(RuntimeError, match="divide evenly"): Tensor(_r(5, 2)).shard(devs, 0)
   with pytest.raises(RuntimeError, match="already on several"): s.shard(devs, 0)
   with pytest.raises(ValueError, match="different devices"): s + Tensor(a)
+
+def test_gradient_flows_through_shard(devs):
+  a, w = _r(4, 6), _r(4, 6)
+  x = Tensor(a, device="CLANG", requires_grad=True)
+  y = x.shard(devs, 0) * Tensor(w, device="CLANG").shard(devs, 1)
+  (y.exp().sum(1) * 3).sum().backward()
+  assert x.grad.device == "CLANG"
+  np.testing.assert_allclose(x.grad.numpy(), 3 * w * np.exp(a * w), rtol=1e-5)
 
 def test_rand_on_devices_matches_one_device(devs):
   Tensor.manual_seed(3)

@@ -188,6 +188,15 @@ class MultiLazyBuffer:
     return MultiLazyBuffer([xl.scatter(il, sl, axis, op, tuple(c.lbs[d] for c in checks))
                             for d, (xl, il, sl) in enumerate(zip(x.lbs, i.lbs, s.lbs))], ax)
 
+def to_devices(lb: LazyBuffer | MultiLazyBuffer, device: str | tuple[str, ...], axis: int | None = None) -> LazyBuffer | MultiLazyBuffer:
+  """lb (on one device or several) on `device`: one device joins the shards there; a tuple of devices gets lb split on
+  `axis` over them (None: a whole copy on each)."""
+  if isinstance(device, str): return lb.copy_to_device(device)
+  if isinstance(lb, MultiLazyBuffer):
+    if lb.device == device: return lb.on_axis(axis)
+    lb = lb.copy_to_device(device[0])
+  return MultiLazyBuffer.shard(lb, device, axis)
+
 def shards_of(lb: LazyBuffer | MultiLazyBuffer) -> tuple[LazyBuffer, ...]:
   """The LazyBuffers behind a tensor's lazydata: the shards of a MultiLazyBuffer, else lb itself."""
   return lb.lbs if lb.__class__ is MultiLazyBuffer else (lb,)  # type: ignore[union-attr,return-value]

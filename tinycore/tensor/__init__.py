@@ -42,8 +42,8 @@ from tinycore.tensor.linalg import LinalgMixin
 from tinycore.tensor.conv import ConvMixin
 from tinycore.tensor.functional import FunctionalMixin
 from tinycore.tensor.autograd import AutogradMixin
-from tinycore.tensor.sharding import ShardMixin, to_devices
-from tinycore.multi import MultiLazyBuffer, shards_of
+from tinycore.tensor.sharding import ShardMixin
+from tinycore.multi import MultiLazyBuffer, shards_of, to_devices
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""

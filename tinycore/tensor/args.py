@@ -7,7 +7,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, from_np_dtype, to_np_dtype
 from tinycore.lazy import LazyBuffer, merge_var_vals
 from tinycore.errors import DataError
-from tinycore.tensor.sharding import to_devices
+from tinycore.multi import to_devices
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, BoundVariable, sint
 if TYPE_CHECKING: from tinycore.tensor import Tensor

@@ -5,32 +5,24 @@ shards on one device, `.to(devices)` replicates; a creation function or construc
 replicated tensor (rand and friends draw on the first device and copy, so the numbers are those of one device)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
+import tinycore.function as F
 from tinycore.device import Device
-from tinycore.lazy import LazyBuffer
 from tinycore.multi import MultiLazyBuffer
 if TYPE_CHECKING: from tinycore.tensor import Tensor
-
-def to_devices(lb: LazyBuffer | MultiLazyBuffer, device: str | tuple[str, ...]) -> LazyBuffer | MultiLazyBuffer:
-  """lb (on one device or several) moved to `device`: one device joins the shards there, a tuple replicates."""
-  if isinstance(device, str): return lb.copy_to_device(device)
-  if isinstance(lb, MultiLazyBuffer):
-    if lb.device == device: return lb
-    lb = lb.copy_to_device(device[0])
-  return MultiLazyBuffer.shard(lb, device, None)
 
 class ShardMixin:
   __slots__ = ()
 
   def shard(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
     """This tensor split over `devices`: block i of dim `axis` (its size must divide by the number of devices) on
-    devices[i], or the whole tensor on each of them when axis is None. Like `.to`, a copy that starts a new leaf
-    (requires_grad and is_param carried over). One device: the same as `.to(devices[0])`."""
+    devices[i], or the whole tensor on each of them when axis is None. Gradients flow back to this tensor (on its
+    device); `shard_` makes the sharded tensor a leaf of its own (as a model's parameters want). One device: the same as
+    `.to(devices[0])`."""
     if isinstance(self.lazydata, MultiLazyBuffer): raise RuntimeError(f"cannot shard a tensor that is already on several devices {self.device}")
     if not isinstance(devices, (tuple, list)) or not devices: raise TypeError(f"shard needs a tuple of device names, got {devices!r}")
     devs = tuple(Device.canonicalize(d) for d in devices)
     if len(devs) == 1: return self.to(devs[0])
-    lb = MultiLazyBuffer.shard(self.lazydata, devs, None if axis is None else self._resolve_dim(axis))
-    return type(self)(lb, requires_grad=self._rg).is_param_(self.is_param)
+    return F.Copy.apply(self, device=devs, axis=None if axis is None else self._resolve_dim(axis)).is_param_(self.is_param)
 
   def shard_(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
     """Shard this tensor in place (see shard): an optimizer built afterwards updates the shards."""
