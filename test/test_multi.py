@@ -222,6 +222,22 @@ def test_sharded_params_stay_replicated(devs):
     if devs[0].split(":")[0] == devs[1].split(":")[0]: assert a.tobytes() == b.tobytes()
     else: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
+def test_state_dict_into_sharded_model(devs, tmp_path):
+  Tensor.manual_seed(0)
+  src, dst = nn.Linear(6, 4), nn.Linear(6, 4)
+  dst.weight.shard_(devs, 0)
+  dst.bias.shard_(devs)
+  nn.state.safe_save(nn.state.get_state_dict(src), str(tmp_path / "m.safetensors"))
+  nn.state.load_state_dict(dst, nn.state.safe_load(str(tmp_path / "m.safetensors")))
+  assert dst.weight.lazydata.axis == 0 and dst.bias.lazydata.axis is None
+  np.testing.assert_array_equal(dst.weight.numpy(), src.weight.numpy())
+  np.testing.assert_array_equal(dst.bias.numpy(), src.bias.numpy())
+  back = nn.state.get_state_dict(dst)
+  nn.state.safe_save(back, str(tmp_path / "back.safetensors"))
+  np.testing.assert_array_equal(nn.state.safe_load(str(tmp_path / "back.safetensors"))["weight"].numpy(), src.weight.numpy())
+  x = Tensor(_r(2, 6))
+  assert x.shard_like(dst.weight).lazydata.axis == 0 and x.shard_like(x).device == x.device
+
 def test_train_digits_sharded_example():
   """examples/train_digits.py --shard 2 (two CLANG devices) trains as one device does: the same loss and test accuracy."""
   script = Path(__file__).resolve().parents[1] / "examples" / "train_digits.py"

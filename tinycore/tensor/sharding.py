@@ -27,3 +27,10 @@ class ShardMixin:
   def shard_(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
     """Shard this tensor in place (see shard): an optimizer built afterwards updates the shards."""
     return self.replace(self.shard(devices, axis))
+
+  def shard_like(self, y: Tensor) -> Tensor:
+    """This tensor on y's devices, sharded as y is (on y's one device when y is not sharded)."""
+    if isinstance(y.device, str): return self.to(y.device)
+    axis = y.lazydata.axis  # type: ignore[union-attr]
+    if self.device == y.device and self.lazydata.axis == axis: return self  # type: ignore[union-attr]
+    return F.Copy.apply(self, device=y.device, axis=axis).is_param_(self.is_param)
