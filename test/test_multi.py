@@ -57,6 +57,11 @@ def test_elementwise_same_axis(devs, fn): compare(fn, [_r(4, 6), _r(4, 6)], [0, 
 @pytest.mark.parametrize("axes,out_axis", [((0, None), 0), ((None, 1), 1), ((None, None), None), ((0, 1), 1), ((1, 0), 0), ((0, "to"), 0)])
 def test_elementwise_mixed(devs, axes, out_axis): compare(lambda a, b: a * b, [_r(4, 6), _r(4, 6)], list(axes), devs, out_axis=out_axis)
 
+def test_integer_ops(devs):
+  a, b = rng.integers(-50, 50, (4, 6)).astype(np.int32), rng.integers(1, 9, (4, 6)).astype(np.int32)
+  compare(lambda x, y: (x // y) * 3 + x % y - (x < y).cast("int32"), [a, b], [0, None], devs, grad=False, out_axis=0)
+  compare(lambda x, y: x.float().mul(0.5).floor() + y.float() / 3, [a, b], [1, 1], devs, grad=False, out_axis=1)
+
 def test_broadcast_and_cast(devs):
   compare(lambda a, b: a + b, [_r(4, 6), _r(6)], [0, None], devs, out_axis=0)
   r = compare(lambda a: (a * 3).cast("int32"), [_r(4, 6)], [1], devs, grad=False, out_axis=1)

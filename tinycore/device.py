@@ -154,6 +154,7 @@ class Buffer:
     else: self.copyin(src.copyout(memoryview(bytearray(src.nbytes))))
 
 @functools.cache
-def is_dtype_supported(dtype: DType, device: str | None = None) -> bool:
-  """Whether kernels on `device` may use `dtype`, as the device's renderer declares."""
+def is_dtype_supported(dtype: DType, device: str | tuple[str, ...] | None = None) -> bool:
+  """Whether kernels on `device` (each of them, for a tuple) may use `dtype`, as the device's renderer declares."""
+  if isinstance(device, tuple): return all(is_dtype_supported(dtype, d) for d in device)
   return dtype.scalar() in Device[device or Device.DEFAULT].renderer.supported_dtypes() or dtype == dtypes.void
