@@ -155,6 +155,13 @@ def test_gradient_flows_through_shard(devs):
   assert x.grad.device == "CLANG"
   np.testing.assert_allclose(x.grad.numpy(), 3 * w * np.exp(a * w), rtol=1e-5)
 
+def test_join_is_exact(devs):
+  a = np.array([[-0.0, np.inf], [np.nan, -np.inf], [1e-45, -3.5], [0.0, 7.0]], np.float32)
+  for dt in ("float32", "float16", "int32", "bool"):
+    x = (np.nan_to_num(a, posinf=9, neginf=-9).astype(dt) if dt == "int32" else a.astype(dt)) if dt != "bool" else a > 0
+    got = Tensor(x).shard(devs, 0).numpy()
+    assert got.tobytes() == x.tobytes(), (dt, got, x)  # the bits: -0.0 stays -0.0 (a join by addition made it 0.0)
+
 def test_rand_on_devices_matches_one_device(devs):
   Tensor.manual_seed(3)
   a = Tensor.rand(4, 6).numpy()

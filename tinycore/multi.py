@@ -32,14 +32,18 @@ from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, sint
 
+_BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
 def _join(parts: list[LazyBuffer], axis: int) -> LazyBuffer:
-  """Blocks of dim `axis` (on one device) side by side: each padded with zeros to the whole, then added (or-ed)."""
-  n, k = len(parts), parts[0].shape[axis]
-  padded = [p.pad(tuple((i * k, (n - i - 1) * k) if d == axis else (0, 0) for d in range(len(p.shape)))) for i, p in enumerate(parts)]
-  op = Ops.OR if parts[0].dtype == dtypes.bool else Ops.ADD
+  """Blocks of dim `axis` (on one device) side by side: each padded with zeros to the whole, then or-ed together. Floats
+  are or-ed as their bits, so every value arrives exactly (an addition would turn -0.0 into 0.0)."""
+  n, k, dt = len(parts), parts[0].shape[axis], parts[0].dtype
+  bits = _BITS[dt.itemsize] if dtypes.is_float(dt) else None
+  padded = [(p.cast(bits, bitcast=True) if bits is not None else p).pad(tuple((i * k, (n - i - 1) * k) if d == axis else (0, 0)
+                                                                              for d in range(len(p.shape)))) for i, p in enumerate(parts)]
   out = padded[0]
-  for p in padded[1:]: out = out.alu(op, p)
-  return out
+  for p in padded[1:]: out = out.alu(Ops.OR, p)
+  return out.cast(dt, bitcast=True) if bits is not None else out
 
 def _block(lb: LazyBuffer, axis: int, i: int, n: int) -> LazyBuffer:
   """Block i of n of dim `axis` of lb (a view)."""
