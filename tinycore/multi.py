@@ -21,6 +21,7 @@ The rules (tinygrad 0.14's, compared side by side in test/compat/test_multi_comp
   shrink and flip of the other dims) run per shard with the axis moved along. Any other (pad, shrink or flip of the
   sharded dim, a reshape that would move elements between shards) gathers the whole tensor on every device first and
   applies the op there; the result keeps the axis where its size still divides (pad, shrink, flip), else is replicated.
+  (tinygrad 0.14 refuses these; tinycore computes them, at the cost of the all-gather.)
 - indexed ops (gather, scatter) run per shard when they index another dim than the sharded one, else on the whole.
 - copy_to_device(one device) joins the shards there: the tensor on one device again."""
 from __future__ import annotations
@@ -39,10 +40,11 @@ def _join(parts: list[LazyBuffer], axis: int) -> LazyBuffer:
   are or-ed as their bits, so every value arrives exactly (an addition would turn -0.0 into 0.0)."""
   n, k, dt = len(parts), parts[0].shape[axis], parts[0].dtype
   bits = _BITS[dt.itemsize] if dtypes.is_float(dt) else None
-  padded = [(p.cast(bits, bitcast=True) if bits is not None else p).pad(tuple((i * k, (n - i - 1) * k) if d == axis else (0, 0)
-                                                                              for d in range(len(p.shape)))) for i, p in enumerate(parts)]
-  out = padded[0]
-  for p in padded[1:]: out = out.alu(Ops.OR, p)
+  def placed(i: int, p: LazyBuffer) -> LazyBuffer:  # block i in its place in the whole, zeros elsewhere
+    p = p.cast(bits, bitcast=True) if bits is not None else p
+    return p.pad(tuple((i * k, (n - i - 1) * k) if d == axis else (0, 0) for d in range(len(p.shape))))
+  out = placed(0, parts[0])
+  for i, p in enumerate(parts[1:], 1): out = out.alu(Ops.OR, placed(i, p))
   return out.cast(dt, bitcast=True) if bits is not None else out
 
 def _block(lb: LazyBuffer, axis: int, i: int, n: int) -> LazyBuffer:
