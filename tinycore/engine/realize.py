@@ -1,7 +1,8 @@
 """Running a schedule: allocate buffers, find or build a compiled runner for each kernel, run it.
 
 Runners are cached in memory by (device, AST); compiled binaries are cached on disk by the compiler (see
-Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s."""
+Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s. A schedule over several
+devices (a sharded tensor's) runs each device's items on that device's queue (engine/queues.py states the order kept)."""
 from __future__ import annotations
 import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any, Callable
