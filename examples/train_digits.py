@@ -5,12 +5,13 @@ Tensor.randint. Prints a progress bar (loss, test accuracy, time per step) and t
 the accuracy is below TARGET (default 97%).
 
   DEV=CLANG python examples/train_digits.py            # STEPS=, BS=, LR=, TARGET=, SEED= to change the defaults
+  python examples/train_digits.py --shard 2            # each batch split over DEV:0 and DEV:1, the weights replicated
 """
 from __future__ import annotations
 import os, sys, time
 from typing import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tinycore import Tensor, TinyJit, nn, GlobalCounters, getenv  # noqa: E402
+from tinycore import Tensor, TinyJit, nn, Device, GlobalCounters, getenv  # noqa: E402
 from tinycore.nn import optim  # noqa: E402
 
 class Model:
@@ -44,14 +45,22 @@ def train_step(model: Model, opt: optim.Optimizer, X: Tensor, Y: Tensor) -> Tens
   opt.step()
   return loss
 
-def sampled_step(model: Model, opt: optim.Optimizer, X: Tensor, Y: Tensor, bs: int) -> TinyJit:
-  """A jitted train step that draws its batch of `bs` on the device with Tensor.randint, as the seed does."""
+def sampled_step(model: Model, opt: optim.Optimizer, X: Tensor, Y: Tensor, bs: int, devices: tuple[str, ...] | None = None) -> TinyJit:
+  """A jitted train step that draws its batch of `bs` on the device with Tensor.randint, as the seed does; with
+  `devices`, the batch is then split over them (the model's weights must be replicated there)."""
   @TinyJit
   @Tensor.train()
   def step() -> Tensor:
     samples = Tensor.randint(bs, high=X.shape[0])
-    return train_step(model, opt, X[samples], Y[samples])
+    x, y = X[samples], Y[samples]
+    if devices: x, y = x.shard(devices, axis=0), y.shard(devices, axis=0)
+    return train_step(model, opt, x, y)
   return step
+
+def shard_devices(argv: list[str]) -> tuple[str, ...] | None:
+  """`--shard N`: the devices DEV:0 .. DEV:N-1 that each batch is split over; None without the flag."""
+  if "--shard" not in argv: return None
+  return tuple(f"{Device.DEFAULT}:{i}" for i in range(int(argv[argv.index("--shard") + 1])))
 
 def fit(step: Callable[[int], Tensor], test_acc: Callable[[], Tensor], steps: int, target: float, eval_every: int) -> int:
   """Runs step(i) for i < steps under a progress bar (loss, test accuracy every `eval_every` steps and at the end, time
@@ -85,9 +94,15 @@ def main() -> int:
   print(f"digits: {X_train.shape[0]} train, {X_test.shape[0]} test images of 8x8; {steps} steps of batch {bs}, Adam lr {lr}")
 
   model = Model()
+  if (devices := shard_devices(sys.argv)):
+    print(f"sharded: each batch split over {', '.join(devices)}; the weights replicated on each")
+    for p in nn.state.get_parameters(model): p.shard_(devices)
+    # the test set split too where it divides evenly, else a whole copy on each device
+    split = X_test.shape[0] % len(devices) == 0
+    X_test, Y_test = (X_test.shard(devices, 0), Y_test.shard(devices, 0)) if split else (X_test.to(devices), Y_test.to(devices))
   opt = optim.Adam(nn.state.get_parameters(model), lr=lr)
   schedule = optim.cosine_lr(lr, steps, warmup_steps=steps // 20, min_lr=lr / 20)
-  train = sampled_step(model, opt, X_train, Y_train, bs)
+  train = sampled_step(model, opt, X_train, Y_train, bs, devices)
   def step(i: int) -> Tensor:
     optim.set_lr(opt, schedule(i))
     return train()

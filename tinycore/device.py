@@ -18,8 +18,10 @@ class _Device:
     self._opened: dict[str, Compiled] = {}
     self._default: str | None = None
   @staticmethod
-  def canonicalize(device: str | None) -> str:
+  def canonicalize(device: str | tuple[str, ...] | list[str] | None) -> Any:
+    """The canonical name ("clang:0" -> "CLANG"); a tuple (or list) of names gives a tuple of canonical names."""
     if device is None: return Device.DEFAULT
+    if isinstance(device, (tuple, list)): return tuple(Device.canonicalize(d) for d in device)
     if not isinstance(device, str): raise TypeError(f"device must be a string like 'CLANG' or 'OPENCL:1', got {device!r}")
     name, _, idx = device.partition(":")
     name = name.upper()
@@ -152,6 +154,7 @@ class Buffer:
     else: self.copyin(src.copyout(memoryview(bytearray(src.nbytes))))
 
 @functools.cache
-def is_dtype_supported(dtype: DType, device: str | None = None) -> bool:
-  """Whether kernels on `device` may use `dtype`, as the device's renderer declares."""
+def is_dtype_supported(dtype: DType, device: str | tuple[str, ...] | None = None) -> bool:
+  """Whether kernels on `device` (each of them, for a tuple) may use `dtype`, as the device's renderer declares."""
+  if isinstance(device, tuple): return all(is_dtype_supported(dtype, d) for d in device)
   return dtype.scalar() in Device[device or Device.DEFAULT].renderer.supported_dtypes() or dtype == dtypes.void

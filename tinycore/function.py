@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
+from tinycore.multi import MultiLazyBuffer, to_devices
 from tinycore.ops import Ops
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
@@ -292,3 +293,12 @@ class Scatter(Function):
     _, idx, src = self.parents
     gx = (grad if self.op is Ops.ADD else Scatter.apply(grad, idx, _const(src, 0), axis=self.axis, op=None)) if self.needs_input_grad[0] else None
     return gx, None, Gather.apply(grad, idx, axis=self.axis) if self.needs_input_grad[2] else None
+
+# *** devices ***
+class Copy(Function):
+  """x on `device`: one device (a sharded x joined there), or a tuple of devices (x split on `axis` over them, a whole
+  copy on each for None: Tensor.shard). The gradient goes back the same way, to x's devices and sharding."""
+  def forward(self, x: LazyBuffer | MultiLazyBuffer, device: str | tuple[str, ...], axis: int | None = None) -> LazyBuffer | MultiLazyBuffer:
+    self.device, self.axis = x.device, x.axis if isinstance(x, MultiLazyBuffer) else None
+    return to_devices(x, device, axis)
+  def backward(self, grad: Tensor) -> Tensor: return Copy.apply(grad, device=self.device, axis=self.axis)

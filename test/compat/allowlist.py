@@ -19,8 +19,6 @@ ALLOWED: dict[str, str] = {
           "Tensor.hash", "Tensor.keccak", "Tensor.threefry", "Tensor.random_bits"),
   **_same("Qualcomm IMAGE dtype paths and the HEVC video decoder of tinygrad's accelerator drivers", "Tensor.image_conv2d", "Tensor.image_dot",
           "Tensor.decode_hevc_frame"),
-  **_same("multi-device sharding (tinygrad's MultiLazyBuffer): tinycore runs every tensor on one device; open issue 16",
-          "Tensor.shard", "Tensor.shard_", "Tensor.shard_like"),
   "Tensor.svd": "the singular value decomposition (tinygrad's one-sided Jacobi SVD) is not implemented in tinycore yet: "
                 "compute it with numpy on .numpy() meanwhile (Tensor.qr is there)",
   "Tensor.from_url": "downloads over the network; tinycore does no network I/O (load the file, then Tensor(bytes))",

@@ -26,6 +26,7 @@ from tinycore.helpers import DEBUG, JIT, GlobalCounters
 from tinycore.engine import realize as _realize
 from tinycore.engine.realize import CompiledRunner, Runner, exec_runner
 from tinycore.lazy import merge_var_vals
+from tinycore.multi import shards_of
 from tinycore.uop.uop import UOp, BoundVariable
 
 ReturnType = TypeVar("ReturnType")
@@ -52,12 +53,12 @@ def _inputs(args: tuple, kwargs: dict[str, Any]) -> tuple[list[tuple[str, Tensor
   return tensors, merge_var_vals(*bound) if bound else {}
 
 def _signature(t: Tensor) -> tuple:
-  return (tuple(t.shape), t.dtype, t.device, t.lazydata.st)
+  return (tuple(t.shape), t.dtype, t.device, t.lazydata.st, getattr(t.lazydata, "axis", None))
 
 def _describe(sig: tuple) -> str:
-  shape, dtype, device, st = sig
+  shape, dtype, device, st, axis = sig
   view = "" if st.contiguous else f", view {st}"
-  return f"shape {shape}, dtype {dtype}, device {device}{view}"
+  return f"shape {shape}, dtype {dtype}, device {device}{view}" + (f", sharded on axis {axis}" if axis is not None else "")
 
 def _walk_tensors(x: Any) -> list[Tensor]:
   if isinstance(x, Tensor): return [x]
@@ -143,9 +144,11 @@ class TinyJit(Generic[ReturnType]):
     # every input is a realized buffer before anything is recorded
     pending = [t for _, t in tensors if not t.lazydata.is_realized()]
     if pending: Tensor.realize(*pending)
-    input_bufs = [t.lazydata.base.buffer for _, t in tensors]
+    # (a tensor on several devices is an input buffer per shard)
+    per_tensor = [[lb.base.buffer for lb in shards_of(t.lazydata)] for _, t in tensors]
+    input_bufs = [b for bs in per_tensor for b in bs]
     if len({id(b) for b in input_bufs}) != len(input_bufs):
-      dup = [n for (n, _), b in zip(tensors, input_bufs) if sum(x is b for x in input_bufs) > 1]
+      dup = [n for (n, _), bs in zip(tensors, per_tensor) if any(sum(x is b for x in input_bufs) > 1 for b in bs)]
       raise JitError(f"the inputs {dup} share one buffer: a jitted function needs distinct input tensors")
 
     if self.cnt >= 2 and self.captured is not None:
@@ -167,7 +170,8 @@ class TinyJit(Generic[ReturnType]):
     if any(not t.lazydata.is_realized() for _, t in tensors):
       raise JitError("an input of the jitted function was replaced by an unrealized value during the call")
     for o in outs:
-      if any(o.lazydata.base.buffer is b for b in input_bufs): raise JitError("a jitted function may not return one of its inputs unchanged")
+      if any(lb.base.buffer is b for lb in shards_of(o.lazydata) for b in input_bufs):
+        raise JitError("a jitted function may not return one of its inputs unchanged")
     self.captured = CapturedJit(ret, kernels, input_bufs, [n for n, _ in tensors], [_signature(t) for _, t in tensors], sorted(var_vals, key=repr))
     if DEBUG >= 1: print(f"JIT captured {len(kernels)} kernels with {len(input_bufs)} inputs")
     self.cnt = 2

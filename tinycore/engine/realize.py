@@ -1,7 +1,8 @@
 """Running a schedule: allocate buffers, find or build a compiled runner for each kernel, run it.
 
 Runners are cached in memory by (device, AST); compiled binaries are cached on disk by the compiler (see
-Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s."""
+Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s. A schedule over several
+devices (a sharded tensor's) runs each device's items on that device's queue (engine/queues.py states the order kept)."""
 from __future__ import annotations
 import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any, Callable
@@ -12,6 +13,7 @@ from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colo
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
+from tinycore.engine.queues import run_on_queues
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
@@ -149,6 +151,8 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   if capture is None and capturing: capture = capturing[-1]
   if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
+  # a schedule over several devices runs each device's items on that device's queue, side by side (engine/queues.py)
+  jobs: list | None = [] if len(schedule) > 1 and len({si.bufs[0].device for si in schedule}) > 1 else None
   for si in schedule:
     bufs = list(si.bufs)
     for b in bufs:
@@ -157,8 +161,10 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
     runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is SINK else None
     if runner is None: runner = lower_item(si)
     if runner is not None:
-      exec_runner(runner, bufs, var_vals)
+      if jobs is None: exec_runner(runner, bufs, var_vals)
+      else: jobs.append((runner.device, bufs, functools.partial(exec_runner, runner, bufs, var_vals)))
       if capture is not None: capture.append((runner, bufs))
+  if jobs: run_on_queues(jobs)
   mark_realized(schedule)
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:

@@ -46,7 +46,7 @@ def get_parameters(obj: Any) -> list[Tensor]:
 def _put(dst: Tensor, src: Tensor) -> Tensor:
   """Give dst the value of src; returns the tensor to realize. A realized dst is written in place (through its base when
   it is a full-size view), so kernels a TinyJit captured keep reading the new values; otherwise its lazy value is replaced."""
-  src = src.to(dst.device).detach()
+  src = src.shard_like(dst).detach()  # (to dst's device, or split over its devices as it is)
   if src.dtype != dst.dtype: src = src.cast(dst.dtype)
   lb = dst.lazydata
   if lb.is_realized() and lb.st.contiguous and lb.size == lb.base.size and lb.base.op is not None:

@@ -42,6 +42,8 @@ from tinycore.tensor.linalg import LinalgMixin
 from tinycore.tensor.conv import ConvMixin
 from tinycore.tensor.functional import FunctionalMixin
 from tinycore.tensor.autograd import AutogradMixin
+from tinycore.tensor.sharding import ShardMixin
+from tinycore.multi import MultiLazyBuffer, shards_of, to_devices
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
@@ -64,7 +66,7 @@ class _test(ContextDecorator):
   def __exit__(self, *args: Any) -> None: Tensor.no_grad = self.prev
 
 class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, UnaryMixin, ReduceMixin, LinalgMixin, ConvMixin,
-             FunctionalMixin, AutogradMixin, metaclass=_TensorType):
+             FunctionalMixin, AutogradMixin, ShardMixin, metaclass=_TensorType):
   """A multi-dimensional array on a device, with autograd. Operations are lazy until realize(), numpy() or item()."""
   __slots__ = ("lazydata", "_rg", "grad", "_ctx", "is_param", "__weakref__")
   @property
@@ -85,11 +87,17 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     """Make a tensor from a python scalar, (nested) list or tuple, numpy array, bytes (as uint8), a LazyBuffer or
     another Tensor (copied to `device`). The dtype is inferred as tinygrad does unless given."""
-    if data.__class__ is LazyBuffer and device is None and dtype is None:  # a graph node wrapped as it is (most tensors made inside ops)
+    # a graph node wrapped as it is (most tensors made inside ops)
+    if (data.__class__ is LazyBuffer or data.__class__ is MultiLazyBuffer) and device is None and dtype is None:
       self.grad, self._rg, self._ctx, self.is_param, self.lazydata = None, requires_grad, None, True, data
       if requires_grad: _check_differentiable(self)
       return
     device = Device.canonicalize(device)
+    if isinstance(device, tuple):  # several devices: made on the first, then replicated (tinygrad 0.14's rule)
+      if isinstance(data, Tensor): self.__init__(data.lazydata if dtype is None else data.lazydata.cast(to_dtype(dtype)), requires_grad=requires_grad)  # type: ignore[misc]
+      else: self.__init__(data, device[0], dtype, requires_grad)  # type: ignore[misc]
+      self.lazydata = to_devices(self.lazydata, device)
+      return
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
     self._rg: bool | None = requires_grad
@@ -110,8 +118,8 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
 
   # *** properties ***
   @property
-  def device(self) -> str:
-    """The device name, e.g. "CLANG"."""
+  def device(self) -> str | tuple[str, ...]:
+    """The device name, e.g. "CLANG"; a tuple of names for a tensor sharded over several devices."""
     return self.lazydata.device
   @property
   def shape(self) -> tuple[sint, ...]:
@@ -167,12 +175,12 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   # *** realizing ***
   def schedule(self, *lst: Tensor) -> list[ScheduleItem]:
     """The kernels realize() would run, without running them."""
-    return create_schedule([t.lazydata for t in (self,) + lst])
+    return create_schedule([lb for t in (self,) + lst for lb in shards_of(t.lazydata)])
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and the others given) now. Each one computed here (not realized before) becomes a leaf of
     the autograd graph, as in tinygrad: gradients no longer flow through it, and the graph it came from is let go."""
     cut = [t for t in (self, *lst) if t._ctx is not None and not t.lazydata.is_realized()]
-    run_schedule(*create_schedule_with_vars([self.lazydata, *[t.lazydata for t in lst]]))
+    run_schedule(*create_schedule_with_vars([lb for t in (self, *lst) for lb in shards_of(t.lazydata)]))
     # kept, a realized graph would hold its unrealized intermediates, which an optimizer step must then compute early
     for t in cut: t._ctx = None
     return self
@@ -189,6 +197,10 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     return t.lazydata.base.buffer
   def numpy(self) -> np.ndarray:
     """A numpy copy of the data (bfloat16 comes back as float32); a symbolic shape is resolved with its bound values."""
+    if isinstance(self.lazydata, MultiLazyBuffer):
+      arr = self.to(self.device[0]).numpy()
+      for d in self.device[1:]: raise_index_errors(d)  # (the first device's: checked by numpy() above)
+      return arr
     shape = self._bound_shape()
     if prod(shape) == 0: return np.zeros(shape, dtype=to_np_dtype(self.dtype) if self.dtype != dtypes.bfloat16 else np.float32)
     # a symbolic buffer is allocated for the Variables' largest values: the bound ones select its first elements
@@ -217,17 +229,18 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   def tolist(self) -> Any:
     """The data as (nested) python lists."""
     return self.numpy().tolist()
-  def to(self, device: str | None) -> Tensor:
-    """A copy on another device (self when it is already there)."""
+  def to(self, device: str | tuple[str, ...] | None) -> Tensor:
+    """A copy on another device (self when it is already there); from several devices to one joins the shards, to a
+    tuple of devices replicates (see Tensor.shard)."""
     device = Device.canonicalize(device)
     if device == self.device: return self
-    ret = Tensor(self.lazydata.copy_to_device(device), requires_grad=self._rg)
+    ret = Tensor(to_devices(self.lazydata, device), requires_grad=self._rg)
     if self.grad is not None: ret.grad = self.grad.to(device)
     ret.is_param = self.is_param
     return ret
   def to_(self, device: str | None) -> Tensor:
     """Move this tensor (and its grad) to another device in place."""
-    self.lazydata = self.lazydata.copy_to_device(Device.canonicalize(device))
+    self.lazydata = to_devices(self.lazydata, Device.canonicalize(device))
     if self.grad is not None: self.grad.to_(device)
     return self
   def detach(self) -> Tensor:

@@ -7,6 +7,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, from_np_dtype, to_np_dtype
 from tinycore.lazy import LazyBuffer, merge_var_vals
 from tinycore.errors import DataError
+from tinycore.multi import to_devices
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, BoundVariable, sint
 if TYPE_CHECKING: from tinycore.tensor import Tensor
@@ -24,7 +25,8 @@ def _py_int_dtype(v: int, dtype: DType | None) -> DType:
 
 def _fits(arr: np.ndarray, dtype: DType) -> bool: return dtypes.min(dtype) <= int(arr.min()) and int(arr.max()) <= dtypes.max(dtype)
 
-def _frompy(x: Any, dtype: DType | None, device: str) -> LazyBuffer:
+def _frompy(x: Any, dtype: DType | None, device: str | tuple[str, ...]) -> Any:
+  if isinstance(device, tuple): return to_devices(_frompy(x, dtype, device[0]), device)  # made on the first device, replicated
   py = not isinstance(x, (np.ndarray, np.generic))  # python data: its ints must fit the dtype (a numpy array's cast is the user's)
   try: arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
   except ValueError: raise DataError(f"cannot make a Tensor from ragged or non-numeric data: {str(x)[:80]}") from None

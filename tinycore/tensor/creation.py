@@ -49,6 +49,8 @@ class CreationMixin:
   def empty(cls, *shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if isinstance(device := Device.canonicalize(device), tuple):  # several devices: replicated, as every creation function
+      return cls(cls.empty(*shape, device=device[0], dtype=dt).lazydata, device=device, **kwargs)
     return cls(LazyBuffer.metaop(Ops.EMPTY, _shape_arg(*shape), dt, Device.canonicalize(device), var_vals=_bound_vals(shape)), **kwargs)
   @classmethod
   def full(cls, shape: tuple[sint, ...] | int, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, buffer: bool = True,
@@ -175,7 +177,10 @@ class CreationMixin:
       x0, x1 = x0 + ks[(i + 1) % 3], x1 + (ks[(i + 2) % 3] + (i + 1))  # uint32 arithmetic wraps
     return x0
   @classmethod
-  def _random_bits(cls, num: int, device: str) -> Tensor:
+  def _random_bits(cls, num: int, device: str | tuple[str, ...]) -> Tensor:
+    # several devices draw on the first and copy: the numbers one device would draw (dropout on a sharded batch masks
+    # each shard as the whole batch on one device would be masked)
+    if isinstance(device, tuple): return cls._random_bits(num, device[0]).to(device)
     if num == 0: return cls.empty(0, device=device, dtype=dtypes.uint32)
     if device not in cls._rng_counter: cls._rng_counter[device] = cls([0], device=device, dtype=dtypes.uint32).contiguous().realize()
     # draws come in a few padded sizes (powers of two, then multiples of 2^16), so the large threefry kernel is
