@@ -567,6 +567,11 @@ def worker(lib_name: str, group: str, quick: bool) -> None:
   res["_rss_peak_mb"] = rss_peak_mb()
   print("BENCHJSON " + json.dumps(res))
 
+# the peers limited to the ISA level of a march (numpy's OpenBLAS, torch's ATen, oneDNN and MKL), so that on an AVX-512
+# machine the AVX2 code is compared with what the peers do on an AVX2 machine
+PEER_ISA_ENV = {"x86-64-v3": {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                              "MKL_ENABLE_INSTRUCTIONS": "AVX2"}}
+
 def target_info() -> dict:
   """What the CLANG kernels were compiled for: CPU model, -march and ISA level."""
   from tinycore import Device
@@ -613,10 +618,13 @@ def main() -> None:
   rss: dict[tuple[str, str], float] = {}
   errors: list[str] = []
   t0 = time.perf_counter()
-  runs = [(v, {"CLANG_MARCH": m}) if lib == "tinycore" else (lib, {})
-          for lib in libs for v, m in (variants.items() if lib == "tinycore" else [(lib, "")])]
+  # numpy and torch run once per march too, at its ISA level (PEER_ISA_ENV)
+  def run_keys(lib: str) -> list[tuple[str, dict]]:
+    if lib not in ("tinycore", "numpy", "torch"): return [(lib, {})]
+    return [(lib if i == 0 else f"{lib}@{m}", {"CLANG_MARCH": m} if lib == "tinycore" else PEER_ISA_ENV.get(m, {})) for i, m in enumerate(marches)]
+  runs = [r for lib in libs for r in run_keys(lib)]
   for g in groups:
-    for key, env in ([("numpy", {})] if g == "limits" else [r for r in runs if r[0].startswith("tinycore")] if g == "coldstart" else runs):
+    for key, env in ([r for r in runs if r[0].split("@")[0] == ("numpy" if g == "limits" else "tinycore")] if g in ("limits", "coldstart") else runs):
       lib = key.split("@")[0]
       if g == "coldstart":
         with tempfile.TemporaryDirectory() as d:
@@ -635,7 +643,10 @@ def main() -> None:
         if not k.startswith("_"):
           v["group"] = g
           raw.setdefault(key, {})[k] = v
-  md = "".join(render({**raw, "tinycore": raw.get(v, {})}, {**rss, **{("tinycore", g): x for (lb, g), x in rss.items() if lb == v}}, libs, groups,
+  # one report per march, each with its peers (the keys of the first march are the plain library names)
+  def of(v: str) -> dict[str, str]: return {lib: v.replace("tinycore", lib) for lib in ("tinycore", "numpy", "torch")}
+  md = "".join(render({**raw, **{lib: raw.get(k, {}) for lib, k in of(v).items()}},
+                      {**rss, **{(lib, g): x for lib, k in of(v).items() for (lb, g), x in rss.items() if lb == k}}, libs, groups,
                       errors if i == 0 else [], args.quick, head=i == 0) for i, v in enumerate(variants))
   print(md)
   if args.json:
@@ -658,7 +669,9 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
   tgt = next((r for r in raw.get("tinycore", {}).values() if r.get("isa")), {})
   isa = f"{tgt['isa']} (CLANG_MARCH={tgt['march']})" if tgt else "unknown ISA level"
   if not head:
-    return "\n".join(["", f"# tinycore compiled for {isa}", "", "Same run, same peers as above.", ""] + _tables(raw, rss, libs, errors)) + "\n"
+    note = ("Same run; numpy and torch limited to the same ISA level (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, "
+            "MKL_ENABLE_INSTRUCTIONS), tinygrad as above.")
+    return "\n".join(["", f"# tinycore compiled for {isa}", "", note, ""] + _tables(raw, rss, libs, errors)) + "\n"
   lines = ["# Benchmark results", "",
            f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} with `bench/bench.py{' --quick' if quick else ''}` "
            f"on {platform.machine()} ({os.cpu_count()} cores: {_cpu_model()}), Python {platform.python_version()}, numpy {numpy.__version__}."

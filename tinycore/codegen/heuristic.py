@@ -9,14 +9,18 @@ a contiguous reduce is unrolled by a vector width (vector accumulators, combined
 A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized. A kernel with many loads
 gets fewer lanes (LANE_LOADS_MAX bounds lanes times loads): its code is already big, and lowering cost grows with both."""
 from __future__ import annotations
+from tinycore.backend import Renderer
 from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
+from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
 # upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
 # this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
 # hundreds of loads: 32 lanes of it took seconds to lower)
 LANE_LOADS_MAX = 2048
+# rows of a register tile, the most first (the register file decides how many fit)
+ROW_TILES = (16, 14, 12, 8, 6, 4, 2)
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -103,24 +107,27 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   if lane is not None and lane_w is not None and any(s == 0 for s in strides(lane, loads)) and \
      all(s in (0, 1) for s in strides(lane, loads)):
     # matmul / conv microkernel: vectors along the lane dim, rows along a dim the vector-loaded input broadcasts
-    # along (one vector load feeds every row), the reduce unrolled
+    # along (one vector load feeds every row), the reduce unrolled. Sized to the register file: the rows x vectors
+    # accumulators, the vectors loaded per reduce step (times the unrolled window) and one broadcast value fit in it
     upcast(lane, lane_w)
+    vecs = 1
     # a second vector along the lane dim where it is long enough
-    if lane in k.dims("g") and fits(lane, 2) and k.full_shape[lane] >= 4: upcast(lane, 2)
+    if lane in k.dims("g") and fits(lane, 2) and k.full_shape[lane] >= 4 and upcast(lane, 2): vecs = 2
+    regs, unr = k.renderer.vector_registers, prod(k.full_shape[u] for u in k.dims("u"))
     vviews = _vec_views(k)
     cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
-    rows = None
+    rows, nrows = None, 1
     if cands:
       # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
       d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
-      for amt in (8, 4, 2):
-        if fits(d, amt) and upcast(d, amt):
-          rows = d if d in k.dims("g") else None
+      for amt in ROW_TILES:
+        if amt * vecs + vecs * unr + 1 <= regs and fits(d, amt) and upcast(d, amt):
+          rows, nrows = (d if d in k.dims("g") else None), amt
           break
     red = k.dims("r")
     if red and not k.dims("u"):
       for amt in (4, 2):
-        if fits(red[-1], amt) and unroll(red[-1], amt): break
+        if nrows * vecs + vecs * amt + 1 <= regs and fits(red[-1], amt) and unroll(red[-1], amt): break
     # a cache tile: when the inputs are bigger than the caches, a block of rows stays hot while the columns sweep
     g = k.dims("g")
     if rows is not None and len(g) >= 2 and g.index(rows) == 0:
@@ -163,6 +170,16 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
+  """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
+  not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
+  cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
+  cache set. Repacked as (n/w, k, w) for the register tile's width w (two vectors), a panel streams contiguously; the
+  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core)."""
+  w = 2 * max(r.vector_widths)
+  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int): return 0
+  return w if n % w == 0 and n > w and k * n * itemsize > r.cache_bytes else 0
 
 def _gathered_views(k: Kernel) -> list:
   """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""
