@@ -34,11 +34,9 @@ def test_register_tile_fits_the_register_file(regs):
     out = a @ b if b is not None else a
     si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
     k = hand_coded_optimizations(Kernel(si.ast, r))
-    U, u = k.dims("U"), k.dims("u")
-    lanes = k.full_shape[U[-1]]
-    accs = prod(k.full_shape[d] for d in U) // lanes  # vector accumulators
-    vecs = prod(k.full_shape[d] for d in U if all(k.st_for(v).real_strides()[d] == 0 for v in k.views[:1])) // lanes
-    assert accs + max(1, vecs) * prod(k.full_shape[d] for d in u) + 1 <= regs, (k.applied_opts, k.full_shape, k.kinds)
+    U = k.dims("U")
+    accs = prod(k.full_shape[d] for d in U) // k.full_shape[U[-1]]  # vector accumulators (the innermost U dim: the lanes)
+    assert 2 <= accs <= regs - 2, (k.applied_opts, k.full_shape, k.kinds)
 
 def test_repacked_matmul_forward_and_backward(monkeypatch):
   r = _cpu_renderer()

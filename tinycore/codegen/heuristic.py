@@ -18,9 +18,9 @@ from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 # upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
 # this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
 # hundreds of loads: 32 lanes of it took seconds to lower)
-LANE_LOADS_MAX = 2048
-# rows of a register tile, the most first (the register file decides how many fit)
-ROW_TILES = (16, 14, 12, 8, 6, 4, 2)
+LANE_LOADS_MAX = 4096
+# rows of a register tile, the most first (the register file decides how many fit; 7 and 14 tile the 56 and 28 of ResNet)
+ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -97,6 +97,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # the lane dim: the innermost output dim contiguous in the output
   lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
   lane_w = next((w for w in widths if lane is not None and fits(lane, w)), None)
+  # where that takes no two full vectors (a conv's 56 columns: 8 of AVX-512's 16 lanes, 7 AVX2 vectors), two along an output
+  # dim that one input is contiguous along and another broadcast along (the output channels of a conv whose weight is
+  # stored channels-last, see conv_weight_channels_last); the stores, once per long reduce, go lane by lane
+  if k.reduceop is not None and (lane_w is None or lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
+     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r")), int) and nred >= 64:
+    wide = [d for d in k.dims("g") if fits(d, 2 * widths[0]) and set(strides(d, loads)) == {0, 1}]
+    if wide: lane, lane_w = wide[-1], widths[0]
   if k.reduceop is None:
     # elementwise: vectors along the contiguous dim, two of them per iteration
     if lane is not None and lane_w is not None and upcast(lane, lane_w):
@@ -108,12 +115,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
      all(s in (0, 1) for s in strides(lane, loads)):
     # matmul / conv microkernel: vectors along the lane dim, rows along a dim the vector-loaded input broadcasts
     # along (one vector load feeds every row), the reduce unrolled. Sized to the register file: the rows x vectors
-    # accumulators, the vectors loaded per reduce step (times the unrolled window) and one broadcast value fit in it
+    # accumulators and one step's loaded vectors fit in it (measured on AVX2 and AVX-512, a ResNet conv: 7 rows x 2
+    # vectors, its 3x3 window unrolled, beats every smaller tile; the compiler streams the window's loads)
     upcast(lane, lane_w)
     vecs = 1
     # a second vector along the lane dim where it is long enough
-    if lane in k.dims("g") and fits(lane, 2) and k.full_shape[lane] >= 4 and upcast(lane, 2): vecs = 2
-    regs, unr = k.renderer.vector_registers, prod(k.full_shape[u] for u in k.dims("u"))
+    if lane in k.dims("g") and fits(lane, 2) and upcast(lane, 2): vecs = 2
+    regs = k.renderer.vector_registers
     vviews = _vec_views(k)
     cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
     rows, nrows = None, 1
@@ -121,13 +129,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
       d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
       for amt in ROW_TILES:
-        if amt * vecs + vecs * unr + 1 <= regs and fits(d, amt) and upcast(d, amt):
+        if amt * vecs + vecs <= regs and fits(d, amt) and upcast(d, amt):
           rows, nrows = (d if d in k.dims("g") else None), amt
           break
     red = k.dims("r")
     if red and not k.dims("u"):
       for amt in (4, 2):
-        if nrows * vecs + vecs * amt + 1 <= regs and fits(red[-1], amt) and unroll(red[-1], amt): break
+        if nrows * vecs + vecs * amt <= regs and fits(red[-1], amt) and unroll(red[-1], amt): break
     # a cache tile: when the inputs are bigger than the caches, a block of rows stays hot while the columns sweep
     g = k.dims("g")
     if rows is not None and len(g) >= 2 and g.index(rows) == 0:
@@ -157,12 +165,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), -k.full_shape[d]))
       w = next(w for w in widths if fits(lane, w))
       if upcast(lane, w):
-        accs = 1
+        # accumulators: half the register file (the gathered vectors of the step take the other half)
+        accs, regs = 1, k.renderer.vector_registers
         # small dims first: a 3x3 window upcast whole gives 9 rows
         for d in sorted(k.dims("g"), key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 1 << 30, d)):
           if d not in k.dims("g") or not all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k)): continue
           size = k.full_shape[d]
-          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= 16), default=None)
+          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= regs // 2), default=None)
           if amt is not None and upcast(d, amt): accs *= amt
           if accs >= 8: break
         return k
@@ -180,6 +189,13 @@ def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
   w = 2 * max(r.vector_widths)
   if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int): return 0
   return w if n % w == 0 and n > w and k * n * itemsize > r.cache_bytes else 0
+
+def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
+  """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels
+  is one load, and the register tile is vectors of channels x rows of output columns (each input value broadcast to
+  them), whatever the image width. Only CPUs with vectors (no thread ids), channels in whole vectors."""
+  w = max(r.vector_widths)
+  return not r.has_local and w > 1 and isinstance(cout, int) and cout % w == 0
 
 def _gathered_views(k: Kernel) -> list:
   """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""
