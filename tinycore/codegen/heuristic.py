@@ -100,7 +100,7 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # where that takes no two full vectors (a conv's 56 columns: 8 of AVX-512's 16 lanes, 7 AVX2 vectors), two along an output
   # dim that one input is contiguous along and another broadcast along (the output channels of a conv whose weight is
   # stored channels-last, see conv_weight_channels_last); the stores, once per long reduce, go lane by lane
-  if k.reduceop is not None and (lane_w is None or lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
+  if k.reduceop is not None and lane is not None and lane_w is not None and (lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
      isinstance(nred := prod(k.full_shape[d] for d in k.dims("r")), int) and nred >= 64:
     wide = [d for d in k.dims("g") if fits(d, 2 * widths[0]) and set(strides(d, loads)) == {0, 1}]
     if wide: lane, lane_w = wide[-1], widths[0]
@@ -148,7 +148,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators
     d = red[-1]
     w = next((w for w in widths if fits(d, w)), None)
-    if w is not None and unroll(d, w):
+    # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
+    # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
+    if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
       # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
       for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]:
         if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
