@@ -9,7 +9,11 @@ Every (library, case group) runs in a process of its own, so each group's peak R
 each case is warmed up first (compiles, caches, allocator pools), then timed many times with the result realized /
 synchronized inside the timed region; the table shows medians. The script also measures what this machine can do
 at best: the bandwidth of a large copy (bytes read + written) and numpy's BLAS matmul rate.
-Ratios are `peer time / tinycore time`: above 1 means tinycore is faster."""
+Ratios are `peer time / tinycore time`: above 1 means tinycore is faster.
+
+`--march native,x86-64-v3` runs tinycore once per CLANG_MARCH (x86-64-v3: AVX2 code, also on an AVX-512 CPU) in the same
+run, each against the same peers; every tinycore result records the CPU model, the march and the ISA level that the
+compiler's predefined macros give for it (tinygrad_clang.target)."""
 from __future__ import annotations
 import argparse, contextlib, datetime, gc, json, math, os, platform, random, resource, statistics, subprocess, sys, tempfile, time, traceback
 from typing import Any, Callable
@@ -555,12 +559,24 @@ def worker(lib_name: str, group: str, quick: bool) -> None:
   try:
     lib = make_lib(lib_name, quick)
     res = globals()[f"group_{group}"](lib)
+    if lib_name == "tinycore": res = {k: {**v, **target_info()} if isinstance(v, dict) else v for k, v in res.items()}
   except ImportError as e: res = {"_error": f"{lib_name} not installed ({e})"}
   except Exception as e:
     traceback.print_exc(file=sys.stderr)
     res = {"_error": f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"}
   res["_rss_peak_mb"] = rss_peak_mb()
   print("BENCHJSON " + json.dumps(res))
+
+# the peers limited to the ISA level of a march (numpy's OpenBLAS, torch's ATen, oneDNN and MKL), so that on an AVX-512
+# machine the AVX2 code is compared with what the peers do on an AVX2 machine
+PEER_ISA_ENV = {"x86-64-v3": {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                              "MKL_ENABLE_INSTRUCTIONS": "AVX2"}}
+
+def target_info() -> dict:
+  """What the CLANG kernels were compiled for: CPU model, -march and ISA level."""
+  from tinycore import Device
+  t = getattr(Device["CLANG"].renderer, "target", None)
+  return {"cpu": t.cpu_model, "march": t.march, "isa": t.isa} if t is not None else {}
 
 def spawn(lib: str, group: str, quick: bool, env_extra: dict[str, str] | None = None, timeout: int = 1800) -> dict:
   env = {**os.environ, **(env_extra or {})}
@@ -587,37 +603,51 @@ def main() -> None:
   ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter training loops")
   ap.add_argument("--libs", default=",".join(LIBS))
   ap.add_argument("--groups", default=",".join(GROUPS))
+  ap.add_argument("--march", default=os.getenv("CLANG_MARCH", "native"),
+                  help="CLANG_MARCH values to run tinycore with, comma-separated (e.g. native,x86-64-v3: AVX-512 and AVX2)")
   ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
   ap.add_argument("--no-write", action="store_true", help="print the table only")
   ap.add_argument("--json", help="also dump the raw results here")
   ap.add_argument("--worker", nargs=2, metavar=("LIB", "GROUP"), help=argparse.SUPPRESS)
   args = ap.parse_args()
   if args.worker: return worker(*args.worker, args.quick)
-  libs, groups = args.libs.split(","), args.groups.split(",")
+  libs, groups, marches = args.libs.split(","), args.groups.split(","), args.march.split(",")
+  # tinycore runs once per march: "tinycore" for the first, "tinycore@<march>" for the others
+  variants = {"tinycore" if i == 0 else f"tinycore@{m}": m for i, m in enumerate(marches)}
   raw: dict[str, dict[str, dict]] = {lib: {} for lib in libs}
   rss: dict[tuple[str, str], float] = {}
   errors: list[str] = []
   t0 = time.perf_counter()
+  # numpy and torch run once per march too, at its ISA level (PEER_ISA_ENV)
+  def run_keys(lib: str) -> list[tuple[str, dict]]:
+    if lib not in ("tinycore", "numpy", "torch"): return [(lib, {})]
+    return [(lib if i == 0 else f"{lib}@{m}", {"CLANG_MARCH": m} if lib == "tinycore" else PEER_ISA_ENV.get(m, {})) for i, m in enumerate(marches)]
+  runs = [r for lib in libs for r in run_keys(lib)]
   for g in groups:
-    for lib in (["numpy"] if g == "limits" else ["tinycore"] if g == "coldstart" else libs):
+    for key, env in ([r for r in runs if r[0].split("@")[0] == ("numpy" if g == "limits" else "tinycore")] if g in ("limits", "coldstart") else runs):
+      lib = key.split("@")[0]
       if g == "coldstart":
         with tempfile.TemporaryDirectory() as d:
-          cold = spawn(lib, g, args.quick, {"TINYCORE_CACHE_DIR": d})
-          warm = spawn(lib, g, args.quick, {"TINYCORE_CACHE_DIR": d})
+          cold = spawn(lib, g, args.quick, {**env, "TINYCORE_CACHE_DIR": d})
+          warm = spawn(lib, g, args.quick, {**env, "TINYCORE_CACHE_DIR": d})
         for tag, res in (("cold", cold), ("warm", warm)):
-          if "_error" in res: errors.append(f"{lib}/{g} ({tag}): {res['_error']}")
+          if "_error" in res: errors.append(f"{key}/{g} ({tag}): {res['_error']}")
           for k, v in res.items():
-            if not k.startswith("_"): raw.setdefault(lib, {})[f"{k} ({tag} compile cache)"] = v
+            if not k.startswith("_"): raw.setdefault(key, {})[f"{k} ({tag} compile cache)"] = v
         continue
-      res = spawn(lib, g, args.quick)
-      print(f"  [{time.perf_counter()-t0:6.1f}s] {lib:9s} {g:12s} {'ERROR ' + res['_error'] if '_error' in res else 'ok'}", file=sys.stderr)
-      if "_error" in res: errors.append(f"{lib}/{g}: {res['_error']}")
-      rss[(lib, g)] = res.get("_rss_peak_mb", float("nan"))
+      res = spawn(lib, g, args.quick, env)
+      print(f"  [{time.perf_counter()-t0:6.1f}s] {key:9s} {g:12s} {'ERROR ' + res['_error'] if '_error' in res else 'ok'}", file=sys.stderr)
+      if "_error" in res: errors.append(f"{key}/{g}: {res['_error']}")
+      rss[(key, g)] = res.get("_rss_peak_mb", float("nan"))
       for k, v in res.items():
         if not k.startswith("_"):
           v["group"] = g
-          raw.setdefault(lib, {})[k] = v
-  md = render(raw, rss, libs, groups, errors, args.quick)
+          raw.setdefault(key, {})[k] = v
+  # one report per march, each with its peers (the keys of the first march are the plain library names)
+  def of(v: str) -> dict[str, str]: return {lib: v.replace("tinycore", lib) for lib in ("tinycore", "numpy", "torch")}
+  md = "".join(render({**raw, **{lib: raw.get(k, {}) for lib, k in of(v).items()}},
+                      {**rss, **{(lib, g): x for lib, k in of(v).items() for (lb, g), x in rss.items() if lb == k}}, libs, groups,
+                      errors if i == 0 else [], args.quick, head=i == 0) for i, v in enumerate(variants))
   print(md)
   if args.json:
     with open(args.json, "w") as f: json.dump({"raw": raw, "rss": {f"{a}/{b}": v for (a, b), v in rss.items()}}, f, indent=1)
@@ -633,12 +663,20 @@ def _cpu_model() -> str:
         if line.startswith("model name"): return line.split(":", 1)[1].strip()
   return platform.processor() or "unknown CPU"
 
-def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: list[str], quick: bool) -> str:
+def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: list[str], quick: bool, head: bool = True) -> str:
+  """The markdown of one run with one tinycore variant (`raw["tinycore"]`); head: with the title and the machine."""
   import numpy
+  tgt = next((r for r in raw.get("tinycore", {}).values() if r.get("isa")), {})
+  isa = f"{tgt['isa']} (CLANG_MARCH={tgt['march']})" if tgt else "unknown ISA level"
+  if not head:
+    note = ("Same run; numpy and torch limited to the same ISA level (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, "
+            "MKL_ENABLE_INSTRUCTIONS), tinygrad as above.")
+    return "\n".join(["", f"# tinycore compiled for {isa}", "", note, ""] + _tables(raw, rss, libs, errors)) + "\n"
   lines = ["# Benchmark results", "",
            f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} with `bench/bench.py{' --quick' if quick else ''}` "
            f"on {platform.machine()} ({os.cpu_count()} cores: {_cpu_model()}), Python {platform.python_version()}, numpy {numpy.__version__}."
-           + _versions(libs) + f" Load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min).", "",
+           + _versions(libs) + f" Load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min). "
+           f"tinycore's kernels compiled for {isa}.", "",
            "Times are medians of many runs after a warm-up, with the result realized (synchronized) inside the timed "
            "region. `x` columns are `peer time / tinycore time` (above 1: tinycore is faster). RSS is the peak of the "
            "process that ran the case's group (one process per library and group).", ""]
@@ -646,6 +684,10 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
   if "copy 256MB" in lim:
     lines += ["## This machine", "", f"- large copy: {fmt_m(lim['copy 256MB'])} (bytes read + written)",
               f"- numpy BLAS matmul 2048: {fmt_m(lim['BLAS matmul 2048'])}", ""]
+  return "\n".join(lines + _tables(raw, rss, libs, errors)) + "\n"
+
+def _tables(raw: dict, rss: dict, libs: list[str], errors: list[str]) -> list[str]:
+  lines: list[str] = []
   peers = [l for l in libs if l != "tinycore"]
   cases = [c for c in raw.get("tinycore", {})] or sorted({c for l in libs for c in raw.get(l, {}) if c not in ("copy 256MB", "BLAS matmul 2048")})
   head = ["case", "tinycore", "rate"] + [x for p in peers for x in (p, f"x {p}")] + ["RSS MB (" + "/".join(libs) + ")"]
@@ -670,11 +712,11 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
                    f"{r['peak_mb']:.0f} MB | {r['loss']:.3f} |")
   checks = targets(raw)
   if checks:
-    lines += ["", "## Targets (issues 6 and 20), from this run", "", "| target | measured | met |", "|---|---|---|"]
+    lines += ["", "## Targets (issues 6, 13 and 20), from this run", "", "| target | measured | met |", "|---|---|---|"]
     lines += [f"| {name} | {measured} | {'yes' if ok else '**no**'} |" for name, measured, ok in checks]
     lines.append(f"\n{sum(ok for _, _, ok in checks)} of {len(checks)} met.")
   if errors: lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
-  return "\n".join(lines) + "\n"
+  return lines
 
 def targets(raw: dict) -> list[tuple[str, str, bool]]:
   """Issue 6's and 20's targets, checked against the peers and machine limits measured in the same run."""
@@ -687,6 +729,11 @@ def targets(raw: dict) -> list[tuple[str, str, bool]]:
   for case, x in (("gelu(a*b+c) 16M", 3), ("softmax 4096x4096", 1.5), ("train step MLP bs128 Adam", 1), ("train step CNN bs128 Adam", 1),
                   ("matmul 2048", 0.6), ("conv2d resnet (32,64,56,56)", 0.6), ("conv2d seed (16,3,64,64)", 0.5)):
     vs(case, torch, "torch", x)
+  # issue 13: the same on any CPU and ISA level (bench.py --march native,x86-64-v3)
+  for case, x, peer, pname in (("matmul 2048", 0.9, raw.get("numpy", {}), "numpy BLAS"), ("conv2d resnet (32,64,56,56)", 1.0, torch, "torch"),
+                                ("conv2d seed (16,3,64,64)", 1.0, torch, "torch"), ("train step MLP bs128 Adam", 1.2, torch, "torch eager"),
+                                ("train step CNN bs128 Adam", 1.2, torch, "torch eager")):
+    vs(case, peer, pname, x)
   for case in tc:  # issue 20: an eager training step within 5x of torch eager
     if case.startswith("eager MLP"): vs(case, torch, "torch", 0.2)
   # issue 20: an embedding lookup costs its tokens, not its table

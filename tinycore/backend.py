@@ -224,6 +224,12 @@ class Renderer:
   """The most values a kernel may keep in registers per thread along one axis (the heuristics' unroll limit)."""
   vector_widths: tuple[int, ...] = (1,)
   """Vector lengths the renderer can emit for loads, stores and the vector ALU ops; (1,) renders scalar code only."""
+  vector_registers: int = 16
+  """Vector registers the target has (a CPU's register file): a register tile's accumulators and the vectors one reduce
+  step loads must fit in them, or the compiler spills to the stack."""
+  cache_bytes: int = 0
+  """The cache one core's working set should fit in (a CPU's L2); 0: unknown, no blocking for it. A matmul operand
+  larger than this is repacked into panels that stream contiguously (see codegen/heuristic.py `matmul_panel`)."""
   tensor_cores: list[TensorCore] = field(default_factory=list)
   """Matrix units the code generator may use; empty for none."""
   dtypes: tuple[DType, ...] = MINIMAL_DTYPES

@@ -9,14 +9,18 @@ a contiguous reduce is unrolled by a vector width (vector accumulators, combined
 A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized. A kernel with many loads
 gets fewer lanes (LANE_LOADS_MAX bounds lanes times loads): its code is already big, and lowering cost grows with both."""
 from __future__ import annotations
+from tinycore.backend import Renderer
 from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
+from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
 # upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
 # this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
 # hundreds of loads: 32 lanes of it took seconds to lower)
-LANE_LOADS_MAX = 2048
+LANE_LOADS_MAX = 4096
+# rows of a register tile, the most first (the register file decides how many fit; 7 and 14 tile the 56 and 28 of ResNet)
+ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -93,6 +97,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # the lane dim: the innermost output dim contiguous in the output
   lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
   lane_w = next((w for w in widths if lane is not None and fits(lane, w)), None)
+  # where that takes no two full vectors (a conv's 56 columns: 8 of AVX-512's 16 lanes, 7 AVX2 vectors), two along an output
+  # dim that one input is contiguous along and another broadcast along (the output channels of a conv whose weight is
+  # stored channels-last, see conv_weight_channels_last); the stores, once per long reduce, go lane by lane
+  if k.reduceop is not None and lane is not None and lane_w is not None and (lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
+     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r")), int) and nred >= 64:
+    wide = [d for d in k.dims("g") if fits(d, 2 * widths[0]) and set(strides(d, loads)) == {0, 1}]
+    if wide: lane, lane_w = wide[-1], widths[0]
   if k.reduceop is None:
     # elementwise: vectors along the contiguous dim, two of them per iteration
     if lane is not None and lane_w is not None and upcast(lane, lane_w):
@@ -103,24 +114,28 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   if lane is not None and lane_w is not None and any(s == 0 for s in strides(lane, loads)) and \
      all(s in (0, 1) for s in strides(lane, loads)):
     # matmul / conv microkernel: vectors along the lane dim, rows along a dim the vector-loaded input broadcasts
-    # along (one vector load feeds every row), the reduce unrolled
+    # along (one vector load feeds every row), the reduce unrolled. Sized to the register file: the rows x vectors
+    # accumulators and one step's loaded vectors fit in it (measured on AVX2 and AVX-512, a ResNet conv: 7 rows x 2
+    # vectors, its 3x3 window unrolled, beats every smaller tile; the compiler streams the window's loads)
     upcast(lane, lane_w)
+    vecs = 1
     # a second vector along the lane dim where it is long enough
-    if lane in k.dims("g") and fits(lane, 2) and k.full_shape[lane] >= 4: upcast(lane, 2)
+    if lane in k.dims("g") and fits(lane, 2) and upcast(lane, 2): vecs = 2
+    regs = k.renderer.vector_registers
     vviews = _vec_views(k)
     cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
-    rows = None
+    rows, nrows = None, 1
     if cands:
       # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
       d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
-      for amt in (8, 4, 2):
-        if fits(d, amt) and upcast(d, amt):
-          rows = d if d in k.dims("g") else None
+      for amt in ROW_TILES:
+        if amt * vecs + vecs <= regs and fits(d, amt) and upcast(d, amt):
+          rows, nrows = (d if d in k.dims("g") else None), amt
           break
     red = k.dims("r")
     if red and not k.dims("u"):
       for amt in (4, 2):
-        if fits(red[-1], amt) and unroll(red[-1], amt): break
+        if nrows * vecs + vecs * amt <= regs and fits(red[-1], amt) and unroll(red[-1], amt): break
     # a cache tile: when the inputs are bigger than the caches, a block of rows stays hot while the columns sweep
     g = k.dims("g")
     if rows is not None and len(g) >= 2 and g.index(rows) == 0:
@@ -133,7 +148,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators
     d = red[-1]
     w = next((w for w in widths if fits(d, w)), None)
-    if w is not None and unroll(d, w):
+    # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
+    # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
+    if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
       # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
       for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]:
         if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
@@ -150,12 +167,13 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), -k.full_shape[d]))
       w = next(w for w in widths if fits(lane, w))
       if upcast(lane, w):
-        accs = 1
+        # accumulators: half the register file (the gathered vectors of the step take the other half)
+        accs, regs = 1, k.renderer.vector_registers
         # small dims first: a 3x3 window upcast whole gives 9 rows
         for d in sorted(k.dims("g"), key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 1 << 30, d)):
           if d not in k.dims("g") or not all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k)): continue
           size = k.full_shape[d]
-          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= 16), default=None)
+          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= regs // 2), default=None)
           if amt is not None and upcast(d, amt): accs *= amt
           if accs >= 8: break
         return k
@@ -163,6 +181,23 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
+  """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
+  not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
+  cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
+  cache set. Repacked as (n/w, k, w) for the register tile's width w (two vectors), a panel streams contiguously; the
+  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core)."""
+  w = 2 * max(r.vector_widths)
+  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int): return 0
+  return w if n % w == 0 and n > w and k * n * itemsize > r.cache_bytes else 0
+
+def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
+  """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels
+  is one load, and the register tile is vectors of channels x rows of output columns (each input value broadcast to
+  them), whatever the image width. Only CPUs with vectors (no thread ids), channels in whole vectors."""
+  w = max(r.vector_widths)
+  return not r.has_local and w > 1 and isinstance(cout, int) and cout % w == 0
 
 def _gathered_views(k: Kernel) -> list:
   """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""

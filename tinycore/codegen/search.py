@@ -4,7 +4,8 @@
 action (one OptOp on one axis with one amount) to each of the n best kernels so far, compiles the candidates in
 parallel, times them on buffers of the right sizes, and keeps the n fastest. It stops when a round finds nothing
 faster (or after BEAM_MAX_ROUNDS rounds). The heuristic's choice starts in the beam too, so BEAM is never slower than
-the hand-coded optimizations (up to the noise of timing). The chosen optimizations are cached on disk by (device, AST, n): a kernel is searched once.
+the hand-coded optimizations (up to the noise of timing). The chosen optimizations are cached on disk by (device,
+renderer's cachekey, AST, n): a kernel is searched once per target (CLANG: per march and CPU model).
 
 DEBUG=2 prints one line per round and the result against the heuristic:
     beam2  : UPCAST(1,16) UPCAST(0,8) UNROLL(0,4) TILE(0,16) :  10.51 ms  < hc : ... : 14.20 ms"""
@@ -84,7 +85,8 @@ class _Bench:
     return best
 
 def _cache_key(k: Kernel, amount: int) -> tuple[str, str]:
-  return f"beam_{k.renderer.device}", f"{amount}:{pretty(k.ast)}"
+  # the renderer's cachekey names the target (CLANG: the march and the CPU model): a choice timed on one CPU is not reused on another
+  return f"beam_{k.renderer.device}", f"{amount}:{getattr(k.renderer, 'cachekey', '')}:{pretty(k.ast)}"
 
 def _fmt(opts: list[Opt]) -> str: return " ".join(f"{o.op.name}({o.axis},{o.amount})" for o in opts) or "-"
 

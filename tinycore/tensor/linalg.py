@@ -1,10 +1,19 @@
 """Tensor linear algebra: dot and matmul, einsum, and the matrix helpers built of them."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
+from tinycore.codegen.heuristic import matmul_panel
+from tinycore.device import Device
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
 from tinycore.tensor.args import _broadcast_shape
 if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+def _panel(x: Tensor, w: Tensor) -> int:
+  """The panel width to repack w into for x @ w on w's device (codegen/heuristic.py `matmul_panel`), 0 for none: only a
+  2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
+  if w.ndim != 2 or x.ndim < 2 or not isinstance(w.device, str) or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
+  if w.lazydata.st.real_strides() != (w.shape[1], 1) or (r := getattr(Device[w.device], "renderer", None)) is None: return 0
+  return matmul_panel(r, w.shape[0], w.shape[1], w.dtype.itemsize)
 
 class LinalgMixin:
   __slots__ = ()
@@ -18,11 +27,18 @@ class LinalgMixin:
     if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
     try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
     except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
+    if (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     out_dt = least_upper_dtype(x.dtype, w.dtype)
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
+  def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
+    """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce."""
+    (k, n), lead = w.shape, self.shape[:-1]
+    wp = w.reshape(k, n // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
+    out = (self.reshape(*lead, 1, 1, k) * wp).sum(-1, dtype=dtype).reshape(*lead, n)
+    return out.cast(to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype))
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""
     if not isinstance(x, type(self)): x = type(self)(x, device=self.device)

@@ -11,12 +11,14 @@ from tinycore.runtime.hostmemory import aligned_host_bytes
 from tinycore.ops import Ops
 from tinycore.renderer.cstyle import CStyleLanguage
 from tinycore.uop.uop import UOp
+from tinygrad_clang.target import CpuTarget, cpu_target, march
 
 TINYCORE_API_VERSION = "1.3.0"
 # IEEE semantics are kept (no -ffast-math): NaN and inf behave as in numpy; only a*b+c may become one fma.
 # -fno-trapping-math only says FP exceptions never trap (results are the same): without it GCC branches around
-# `(float)mask * x` (a relu or max gradient) rather than risk an exception, and mispredicts on real data (5x slower)
-CFLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
+# `(float)mask * x` (a relu or max gradient) rather than risk an exception, and mispredicts on real data (5x slower).
+# -march is CLANG_MARCH (see target.py), added where the compiler runs
+CFLAGS = ["-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
 # THREADS=n: how many cores a kernel may use (default: all of them); kernels smaller than PARALLEL_MIN_WORK run on one
 THREADS = max(1, getenv("THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
 PARALLEL_MIN_WORK, CHUNKS_PER_CORE = getenv("PARALLEL_MIN_WORK", 1 << 16), getenv("CHUNKS_PER_CORE", 4)
@@ -70,15 +72,6 @@ def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int]:
   defs = [u for u in out if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR) and u not in (cid, cnt)]
   rest = [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
   return defs + [cid, cnt] + rest, threads
-
-def _vector_widths() -> tuple[int, ...]:
-  """Float vector lengths worth emitting here: 16 (512-bit) with AVX-512, 8 (256-bit) with AVX, else 4 (SSE/NEON).
-  VECTOR_WIDTHS=8,4 overrides it."""
-  if (env := os.getenv("VECTOR_WIDTHS")): return tuple(int(x) for x in env.split(","))
-  try:
-    with open("/proc/cpuinfo") as f: flags = next((ln for ln in f if ln.startswith("flags")), "").split()
-  except OSError: flags = []
-  return (16, 8, 4) if "avx512f" in flags else (8, 4) if "avx" in flags else (4,)
 
 def _max(a: str, b: str, dt: DType) -> str:
   if dt.count > 1: return f"tc_max_{dt.count}({a},{b})"
@@ -140,9 +133,11 @@ class ClangRenderer(CStyleLanguage):
               dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
               dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16", dtypes.bfloat16: "float"}
   infinity, nan = "__builtin_inff()", "__builtin_nanf(\"\")"
-  def __init__(self, half_type: str | None = None) -> None:
+  def __init__(self, half_type: str | None = None, target: CpuTarget | None = None) -> None:
     # half is declared only when the compiler has a type for it (_Float16, or clang's storage-only __fp16)
-    super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=_vector_widths(),
+    self.target = target or cpu_target(_find_cc())
+    super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=self.target.vector_widths,
+                     vector_registers=self.target.vector_registers, cache_bytes=self.target.l2_bytes,
                      dtypes=tuple(d for d in dtypes.all if d != dtypes.float16 or half_type))
     if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
   def render_dtype(self, dt: DType) -> str:
@@ -169,7 +164,7 @@ class ClangRenderer(CStyleLanguage):
   @property
   def cachekey(self) -> str:
     """What besides its fields changes what this renderer writes (rendered programs are cached on disk by it)."""
-    return f"threads={THREADS}:chunks={CHUNKS_PER_CORE}:minwork={PARALLEL_MIN_WORK}"
+    return f"threads={THREADS}:chunks={CHUNKS_PER_CORE}:minwork={PARALLEL_MIN_WORK}:march={self.target.march}:cpu={self.target.cpu_model}"
   def render_vector_load(self, buf: str, idx: str, dt: DType) -> str: return f"(*((const {self.render_dtype(dt)}_u*)({buf}+{idx})))"
   def render_vector_store(self, buf: str, idx: str, val: str, dt: DType) -> str: return f"*(({self.render_dtype(dt)}_u*)({buf}+{idx})) = {val};"
   def render_prefix(self, uops: list[UOp]) -> str:
@@ -252,11 +247,14 @@ class ClangCompiler(Compiler):
   def __init__(self, cc: str | None = None):
     self.cc = cc or _find_cc()
     if self.cc is None: raise CompileError("no C compiler found: install clang (apt-get install clang) or gcc, or set CC")
-    self.cachekey = f"clang:{self.cc}:{_cc_version(self.cc)}:{' '.join(CFLAGS)}"
+    # -march=native means this CPU: its model is part of the key (a binary from another CPU may not run here)
+    self.target = cpu_target(self.cc)
+    self.flags = [*CFLAGS, f"-march={self.target.march}"]
+    self.cachekey = f"clang:{self.cc}:{_cc_version(self.cc)}:{' '.join(self.flags)}:cpu={self.target.cpu_model}"
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory() as d:
       out = os.path.join(d, "kernel.so")
-      proc = subprocess.run([self.cc, *CFLAGS, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
+      proc = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
       if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
       with open(out, "rb") as f: return f.read()
 
@@ -348,4 +346,4 @@ BACKEND = Backend("CLANG", priority=10, check=_check, api_version=TINYCORE_API_V
                   compiler=lambda device, idx: ClangCompiler(), program=lambda device, idx: ClangProgram)
 tinycore_devices, tinycore_allocator, tinycore_renderer, tinycore_compiler, tinycore_program = BACKEND.hookimpls()
 
-__all__ = ["ClangRenderer", "ClangCompiler", "ClangAllocator", "ClangProgram", "UOp"]
+__all__ = ["ClangRenderer", "ClangCompiler", "ClangAllocator", "ClangProgram", "CpuTarget", "cpu_target", "march", "UOp"]

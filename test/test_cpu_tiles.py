@@ -1,0 +1,71 @@
+"""CPU kernel choices that follow the target: register tiles sized to the declared register file, and a matmul's
+row-major operand repacked into panels when it exceeds the declared cache (codegen/heuristic.py)."""
+import copy
+import numpy as np
+import pytest
+from tinycore import Tensor, Device
+from tinycore.backend import Renderer
+from tinycore.codegen import Kernel
+from tinycore.codegen.heuristic import hand_coded_optimizations, matmul_panel
+from tinycore.ops import Ops
+from tinycore.helpers import prod
+
+def cpu(widths=(16, 8, 4), regs=32, cache=2 << 20) -> Renderer:
+  return Renderer(has_local=False, vector_widths=widths, vector_registers=regs, cache_bytes=cache)
+
+def test_panel_rule():
+  assert matmul_panel(cpu(), 2048, 2048, 4) == 32 and matmul_panel(cpu((8, 4)), 2048, 2048, 4) == 16
+  assert matmul_panel(cpu(), 512, 512, 4) == 0, "an operand that fits the cache is read as it is"
+  assert matmul_panel(cpu(cache=0), 2048, 2048, 4) == 0 and matmul_panel(cpu(widths=(1,)), 2048, 2048, 4) == 0
+  assert matmul_panel(cpu(), 2048, 2040, 4) == 0, "the columns must split into whole panels"
+  assert matmul_panel(Renderer(has_local=True, local_max=(256, 256, 64), vector_widths=(4,), cache_bytes=1 << 20), 2048, 2048, 4) == 0
+
+def _cpu_renderer():
+  r = Device[Device.DEFAULT].renderer
+  if r.has_local or max(r.vector_widths) == 1: pytest.skip("a device with vectors and no thread ids (a CPU)")
+  return r
+
+@pytest.mark.parametrize("regs", [16, 32])
+def test_register_tile_fits_the_register_file(regs):
+  r = copy.copy(_cpu_renderer())
+  r.vector_registers = regs
+  for a, b in ((Tensor.empty(256, 256), Tensor.empty(256, 256)),
+               (Tensor.empty(2, 16, 12, 12).conv2d(Tensor.empty(32, 16, 3, 3), padding=1), None)):
+    out = a @ b if b is not None else a
+    si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+    k = hand_coded_optimizations(Kernel(si.ast, r))
+    U = k.dims("U")
+    accs = prod(k.full_shape[d] for d in U) // k.full_shape[U[-1]]  # vector accumulators (the innermost U dim: the lanes)
+    assert 2 <= accs <= regs - 2, (k.applied_opts, k.full_shape, k.kinds)
+
+def test_repacked_matmul_forward_and_backward(monkeypatch):
+  r = _cpu_renderer()
+  monkeypatch.setattr(r, "cache_bytes", 4096)  # a small matmul gets repacked
+  rng = np.random.default_rng(0)
+  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((48, 96), (96, 64), (48, 64)))
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  out = x @ w
+  assert len([s for s in out.schedule() if s.ast.op is Ops.SINK]) == 2, "the repack is a kernel of its own"
+  out = x @ w
+  (out * Tensor(gn)).sum().backward()
+  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
+  np.testing.assert_allclose(out.numpy(), x64 @ w64, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
+
+def test_channels_last_conv_forward_and_backward():
+  r = _cpu_renderer()
+  torch = pytest.importorskip("torch")
+  cout = 2 * max(r.vector_widths)
+  rng = np.random.default_rng(1)
+  xn, wn = rng.standard_normal((2, 8, 10, 10)).astype(np.float32), rng.standard_normal((cout, 8, 3, 3)).astype(np.float32)
+  gn = rng.standard_normal((2, cout, 10, 10)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  out = x.conv2d(w, padding=1)
+  (out * Tensor(gn)).sum().backward()
+  xt, wt = torch.tensor(xn, dtype=torch.float64, requires_grad=True), torch.tensor(wn, dtype=torch.float64, requires_grad=True)
+  ot = torch.nn.functional.conv2d(xt, wt, padding=1)
+  (ot * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), ot.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
