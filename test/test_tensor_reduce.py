@@ -164,6 +164,17 @@ def test_staged_sum_of_a_vocab_matmul_is_unpadded(dev):
       if u.op is Ops.LOAD: assert len(u.src[1].arg.views) == 1, u.src[1].arg
   np.testing.assert_allclose(out.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-5 * (np.abs(a) @ np.abs(b)).max())
 
+def test_staged_matmul_partials_lie_in_output_order(dev):
+  """A matmul over 32768 is summed in 2 chunks: their partials were laid out (rows, cols, 2), so the code generator put
+  its vector lanes on the 2 chunks and the matmul ran ~10x slower than unstaged. The partials are (2, rows, cols) now:
+  the first kernel stores along the columns."""
+  rng = np.random.default_rng(5)
+  a, b = rng.standard_normal((3, 32768)).astype(np.float32), rng.standard_normal((32768, 5)).astype(np.float32)
+  out = Tensor(a, device=dev) @ Tensor(b, device=dev)
+  first = next(si for si in create_schedule([out.lazydata]) if si.ast.op is Ops.SINK)
+  assert first.ast.src[0].src[1].arg.shape[:3] == (2, 3, 5), first.ast.src[0].src[1].arg
+  np.testing.assert_allclose(out.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-5 * (np.abs(a) @ np.abs(b)).max())
+
 def test_masked_0d_and_empty_prod(dev):
   # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1
   assert Tensor([0.5], device=dev).pad(((1, 0),))[0].item() == torch.nn.functional.pad(torch.tensor([0.5]), (1, 0))[0].item() == 0.0
