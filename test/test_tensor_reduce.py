@@ -3,6 +3,8 @@ import math, os, subprocess, sys, textwrap
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
+from tinycore.engine.schedule import create_schedule
+from tinycore.ops import Ops
 
 torch = pytest.importorskip("torch")
 from torch_compare import check  # noqa: E402 (after the importorskip above)
@@ -149,6 +151,29 @@ def test_large_sums_are_accurate(dev):
   np.testing.assert_allclose(got.numpy().ravel(), z.astype(np.float64).sum((0, 2, 3)), rtol=0, atol=1e-6 * np.abs(z).sum())
   w = np.random.default_rng(3).standard_normal((70000, 3)).astype(np.float32)
   np.testing.assert_allclose(Tensor(w, device=dev).sum(0).numpy(), w.astype(np.float64).sum(0), rtol=0, atol=1e-6 * np.abs(w).sum())
+
+def test_staged_sum_of_a_vocab_matmul_is_unpadded(dev):
+  """The gradient of GPT-2's tied embedding sums over its 50257-word vocabulary: staged into 4 chunks padded to 12565
+  each, the pad made every load a second view that the code generator left a scalar loop (430 s of a 440 s step).
+  50257 = 29 x 1733: the chunks are a divisor, every load one view, and the product still matches float64."""
+  rng = np.random.default_rng(4)
+  a, b = rng.standard_normal((3, 50257)).astype(np.float32), rng.standard_normal((50257, 5)).astype(np.float32)
+  out = Tensor(a, device=dev) @ Tensor(b, device=dev)
+  for si in create_schedule([out.lazydata]):
+    for u in si.ast.toposort():
+      if u.op is Ops.LOAD: assert len(u.src[1].arg.views) == 1, u.src[1].arg
+  np.testing.assert_allclose(out.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-5 * (np.abs(a) @ np.abs(b)).max())
+
+def test_staged_matmul_partials_lie_in_output_order(dev):
+  """A matmul over 32768 is summed in 2 chunks: their partials were laid out (rows, cols, 2), so the code generator put
+  its vector lanes on the 2 chunks and the matmul ran ~10x slower than unstaged. The partials are (2, rows, cols) now:
+  the first kernel stores along the columns."""
+  rng = np.random.default_rng(5)
+  a, b = rng.standard_normal((3, 32768)).astype(np.float32), rng.standard_normal((32768, 5)).astype(np.float32)
+  out = Tensor(a, device=dev) @ Tensor(b, device=dev)
+  first = next(si for si in create_schedule([out.lazydata]) if si.ast.op is Ops.SINK)
+  assert first.ast.src[0].src[1].arg.shape[:3] == (2, 3, 5), first.ast.src[0].src[1].arg
+  np.testing.assert_allclose(out.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-5 * (np.abs(a) @ np.abs(b)).max())
 
 def test_masked_0d_and_empty_prod(dev):
   # an element of the padding made 0-d is the pad value, not the buffer's element; an empty product is 1

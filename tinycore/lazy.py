@@ -44,16 +44,22 @@ _FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.IND
 _IN_PLACE = (Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK)  # the ops that write into the buffer of their first source
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
+@functools.lru_cache(maxsize=4096)
+def _const_st(shape: tuple[sint, ...]) -> ShapeTracker: return _from_shape(()).reshape((1,) * len(shape)).expand(shape)
 # (a tuple: membership tests identity first, where a set would hash the enum in Python)
 _COMPARISON = tuple(GroupOp.Comparison)
 
 # a float SUM over more elements than this is computed in stages (see LazyBuffer.reduce); 0 turns staging off
 REDUCE_SPLIT = ContextVar("REDUCE_SPLIT", 16384)
 
+@functools.lru_cache(maxsize=1024)
 def _chunk(s: int, cap: int) -> tuple[int, int]:
-  """(m, k): dim s cut into m chunks of k <= cap elements, m*k >= s; a divisor where one is close, else padding."""
+  """(m, k): dim s cut into m chunks of k <= cap elements, m*k >= s; a divisor where there is one up to 16x the fewest
+  chunks (chunks of at least 256), else padding. A padded dim is a second view over the first (the pad's mask cannot
+  split into the chunks), which the code generator cannot optimize: GPT-2's vocabulary, 50257 = 29 x 1733, padded to
+  4 x 12565 made the tied embedding's matmul gradient a scalar loop 60x slower than 29 chunks of 1733."""
   m0 = ceildiv(s, cap)
-  m = next((m for m in range(m0, 4 * m0 + 1) if s % m == 0), m0)
+  m = next((m for m in range(m0, min(16 * m0, max(m0, s // 256)) + 1) if s % m == 0), m0)
   return m, ceildiv(s, m)
 
 class LazyBuffer:
@@ -116,7 +122,8 @@ class LazyBuffer:
     Variables' values in var_vals."""
     arg = val if isinstance(val, UOp) or (isinstance(val, float) and math.isnan(val)) else dtypes.as_const(val, dtype)
     c = LazyBuffer.metaop(Ops.CONST, (), dtype, device, arg=arg, var_vals=var_vals or {})
-    return c.reshape((1,) * len(shape)).expand(shape).bind(var_vals or {})
+    # the view that c.reshape((1,) * len(shape)).expand(shape) makes, without the intermediate view (one per shape)
+    return (LazyBuffer(device, _const_st(tuple(shape)), dtype, base=c, var_vals=c.var_vals) if shape else c).bind(var_vals or {})
   def is_unrealized_const(self) -> bool: return self.base.op is CONST
   def const_value(self) -> Any: return self.base.arg
 
@@ -188,8 +195,11 @@ class LazyBuffer:
       # cut dim a into m chunks of k (padded with zeros to m*k where no divisor is near) and sum the chunks first
       m, k = _chunk(self.shape[a], lim // inner)
       if m * k != self.shape[a]: x = x.pad(tuple((0, m * k - s if i == a else 0) for i, s in enumerate(self.shape)))
-      x = x.reshape(self.shape[:a] + (m, k) + self.shape[a + 1:])
-      first, rest = [a + 1] + [b + 1 for b in first], [b for b in rest if b != a] + [a]
+      # the chunks' dim goes first, so the partial sums lie in the output's order (a matmul's partials contiguous along
+      # its columns, where the code generator puts its vector lanes; innermost, their 2 or 4 chunks made the vector
+      # dim and a staged matmul ~10x slower than one unstaged)
+      x = x.reshape(self.shape[:a] + (m, k) + self.shape[a + 1:]).permute((a,) + tuple(i for i in range(len(self.shape) + 1) if i != a))
+      first, rest = [a + 1] + [b + 1 for b in first], [0] + [b + 1 for b in rest if b != a]
     return x.reduce(Ops.ADD, tuple(first)).reduce(Ops.ADD, tuple(rest))
 
   # *** movement: zero-copy views ***
