@@ -153,6 +153,11 @@ class Buffer:
     elif hasattr(src.ensure_allocated().allocator, "_as_buffer"): self.copyin(src.allocator._as_buffer(src._buf))
     else: self.copyin(src.copyout(memoryview(bytearray(src.nbytes))))
 
+def renderer_of(device: str | tuple[str, ...]) -> Any:
+  """The renderer kernels on `device` are written by, for the Tensor-level choices made from its capabilities; None for
+  a tuple of devices (a sharded tensor) or a device without one."""
+  return getattr(Device[device], "renderer", None) if isinstance(device, str) else None
+
 @functools.cache
 def is_dtype_supported(dtype: DType, device: str | tuple[str, ...] | None = None) -> bool:
   """Whether kernels on `device` (each of them, for a tuple) may use `dtype`, as the device's renderer declares."""

@@ -4,7 +4,7 @@ import math, itertools
 from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
-from tinycore.device import Device
+from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
@@ -70,8 +70,7 @@ class ConvMixin:
     if cout % groups: raise ShapeError(f"conv output channels {cout} are not divisible by groups={groups}")
     if bias is not None and bias.shape != (cout,): raise ShapeError(f"conv bias must have shape ({cout},), got {bias.shape}")
     # on a CPU the weight is stored output-channels-last first (codegen/heuristic.py `conv_weight_channels_last`)
-    if groups == 1 and isinstance(weight.device, str) and (r := getattr(Device[weight.device], "renderer", None)) is not None \
-       and conv_weight_channels_last(r, cout):
+    if groups == 1 and (r := renderer_of(weight.device)) is not None and conv_weight_channels_last(r, cout):
       weight = weight.permute(*range(1, weight.ndim), 0).contiguous().permute(weight.ndim - 1, *range(weight.ndim - 1))
     x = self.pad(((0, 0), (0, 0)) + _pad_arg(padding, len(hw)))
     x = x._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)

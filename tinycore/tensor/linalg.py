@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 from tinycore.codegen.heuristic import matmul_panel
-from tinycore.device import Device
+from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
 from tinycore.tensor.args import _broadcast_shape
@@ -11,8 +11,8 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 def _panel(x: Tensor, w: Tensor) -> int:
   """The panel width to repack w into for x @ w on w's device (codegen/heuristic.py `matmul_panel`), 0 for none: only a
   2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
-  if w.ndim != 2 or x.ndim < 2 or not isinstance(w.device, str) or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
-  if w.lazydata.st.real_strides() != (w.shape[1], 1) or (r := getattr(Device[w.device], "renderer", None)) is None: return 0
+  if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
+  if (r := renderer_of(w.device)) is None or w.lazydata.st.real_strides() != (w.shape[1], 1): return 0
   return matmul_panel(r, w.shape[0], w.shape[1], w.dtype.itemsize)
 
 class LinalgMixin:
