@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train a small CNN on the 8x8 handwritten digits that scikit-learn ships, in the style of tinygrad's MNIST example:
 Conv2d, relu, max_pool2d, dropout, Linear; Adam; a TinyJit train step that samples its batch on the device with
-Tensor.randint. Prints a progress bar (loss, test accuracy, time per step) and the final test accuracy; exits 1 when
+Tensor.randint. Prints a progress bar (tqdm: loss, test accuracy, time per step, ETA) and the final test accuracy; exits 1 when
 the accuracy is below TARGET (default 97%).
 
   DEV=CLANG python examples/train_digits.py            # STEPS=, BS=, LR=, TARGET=, SEED= to change the defaults
@@ -12,6 +12,7 @@ import os, sys, time
 from typing import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tinycore import Tensor, TinyJit, nn, Device, GlobalCounters, getenv  # noqa: E402
+from tinycore.helpers import tqdm  # noqa: E402
 from tinycore.nn import optim  # noqa: E402
 
 class Model:
@@ -26,17 +27,6 @@ class Model:
     x = self.l1(x).relu().max_pool2d((2, 2))
     x = self.l2(x).relu().max_pool2d((2, 2))
     return self.l3(x.flatten(1).dropout(self.dropout))
-
-class Progress:
-  """A progress bar in a few lines: redrawn in place on a terminal, a line every `every` steps otherwise."""
-  def __init__(self, total: int, width: int = 30, every: int = 50):
-    self.total, self.width, self.every, self.tty = total, width, every, sys.stdout.isatty()
-  def update(self, i: int, **fields: str) -> None:
-    done = (i + 1) * self.width // self.total
-    line = f"{i + 1:5d}/{self.total} [{'=' * done}{'>' if done < self.width else ''}{' ' * (self.width - done - 1)}] " + \
-           "  ".join(f"{k} {v}" for k, v in fields.items())
-    if self.tty: print("\r" + line, end="\n" if i + 1 == self.total else "", flush=True)
-    elif (i + 1) % self.every == 0 or i + 1 == self.total: print(line, flush=True)
 
 def train_step(model: Model, opt: optim.Optimizer, X: Tensor, Y: Tensor) -> Tensor:
   """One Adam step on the batch (X, Y); the loss. Call it inside a TinyJit function in training mode."""
@@ -63,16 +53,19 @@ def shard_devices(argv: list[str]) -> tuple[str, ...] | None:
   return tuple(f"{Device.DEFAULT}:{i}" for i in range(int(argv[argv.index("--shard") + 1])))
 
 def fit(step: Callable[[int], Tensor], test_acc: Callable[[], Tensor], steps: int, target: float, eval_every: int) -> int:
-  """Runs step(i) for i < steps under a progress bar (loss, test accuracy every `eval_every` steps and at the end, time
-  and kernels per step) and prints the final test accuracy; the exit status: 1 when it is below `target` percent."""
-  bar, acc, st = Progress(steps), float("nan"), time.perf_counter()
+  """Runs step(i) for i < steps under a progress bar on stdout (loss, test accuracy every `eval_every` steps and at the
+  end, time and kernels per step, ETA; redrawn on a terminal, a line every 50 steps otherwise) and prints the final test
+  accuracy; the exit status: 1 when it is below `target` percent."""
+  bar, acc, st = tqdm(total=steps, desc="train", unit="step", every=50, file=sys.stdout), float("nan"), time.perf_counter()
   for i in range(steps):
     GlobalCounters.reset()
     t0 = time.perf_counter()
     loss = step(i).item()
     dt = time.perf_counter() - t0
     if i % eval_every == eval_every - 1 or i == steps - 1: acc = test_acc().item()
-    bar.update(i, loss=f"{loss:6.3f}", acc=f"{acc:5.2f}%", step=f"{dt * 1e3:7.2f} ms", kernels=str(GlobalCounters.kernel_count))
+    bar.set_postfix_str(f"loss {loss:6.3f}  acc {acc:5.2f}%  step {dt * 1e3:7.2f} ms  kernels {GlobalCounters.kernel_count}", refresh=False)
+    bar.update(1)
+  bar.close()
   print(f"test accuracy {acc:.2f}% after {steps} steps in {time.perf_counter() - st:.1f} s (target {target:.0f}%)")
   if acc < target:
     print(f"FAILED: test accuracy {acc:.2f}% is below the target {target:.0f}%", file=sys.stderr)

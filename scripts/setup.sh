@@ -7,7 +7,8 @@ set -euo pipefail
 APT_PACKAGES=(clang pocl-opencl-icd ocl-icd-opencl-dev graphviz
               clang-19 lld-19 llvm-19   # clang-19's amdgcn target for tinygrad-amd and clang++-19 for tinygrad-metal's syntax check
               mesa-vulkan-drivers       # lavapipe: the software Vulkan driver wgpu finds for tinygrad-webgpu where no GPU is
-              openmpi-bin libopenmpi-dev)  # Open MPI: mpirun and libmpi for mpi4py (tinycore.nn.distributed); -dev: mpicc, to build it from source
+              openmpi-bin libopenmpi-dev  # Open MPI: mpirun and libmpi for mpi4py (tinycore.nn.distributed); -dev: mpicc, to build it from source
+              chromium chromium-driver)   # headless Chromium and its WebDriver: the VIZ page's browser test (test/test_viz_browser.py, selenium)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}

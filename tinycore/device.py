@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from tinycore.backend import Allocator, BufferSpec, Compiled, CompileError, Compiler, DeviceError, LRUAllocator, Program  # noqa: F401
 from tinycore.dtype import DType, dtypes, to_np_dtype
-from tinycore.helpers import DEBUG, DEV, GlobalCounters
+from tinycore.helpers import DEBUG, DEV, PROFILE, GlobalCounters
+from tinycore import profile
 from tinycore.plugin import DEVICE_ALIASES, registry
 
 class _Device:
@@ -130,13 +131,17 @@ class Buffer:
   def copyin(self, mv: memoryview) -> Buffer:
     mv = mv.cast("B") if mv.nbytes else mv
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes")
-    self.ensure_allocated().allocator.copyin(self._buf, mv)
+    if PROFILE:
+      with profile.span(self.device, "copies", "copy in from the host", bytes=mv.nbytes): self.ensure_allocated().allocator.copyin(self._buf, mv)
+    else: self.ensure_allocated().allocator.copyin(self._buf, mv)
     return self
   def copyout(self, mv: memoryview) -> memoryview:
     mv = mv.cast("B") if mv.nbytes else mv
     if mv.nbytes != self.nbytes: raise ValueError(f"copyout of a buffer of {self.nbytes} bytes into {mv.nbytes} bytes")
     self.ensure_allocated()
-    if self.nbytes: self.allocator.copyout(mv, self._buf)
+    if self.nbytes and PROFILE:
+      with profile.span(self.device, "copies", "copy out to the host", bytes=mv.nbytes): self.allocator.copyout(mv, self._buf)
+    elif self.nbytes: self.allocator.copyout(mv, self._buf)
     return mv
   def numpy(self) -> np.ndarray:
     arr = np.frombuffer(bytearray(self.copyout(memoryview(bytearray(self.nbytes)))), dtype=to_np_dtype(self.dtype))

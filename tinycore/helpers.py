@@ -123,6 +123,11 @@ DEBUG, BEAM, NOOPT, JIT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), Context
 # DEV names the default device (Device.DEFAULT reads it; `Context(DEV="CPU")` as in tinygrad 0.14); empty: the best available
 DEV = ContextVar("DEV", "")
 GRAPH, GRAPHUOPS, CACHELEVEL = ContextVar("GRAPH", 0), ContextVar("GRAPHUOPS", 0), ContextVar("CACHELEVEL", 2)
+# VIZ=1 records every kernel's journey for a local web page at exit (VIZ=file: one HTML file instead), see tinycore/viz;
+# PROFILE=1 records a timeline (tinycore/profile.py), on by default under VIZ, whose page shows it
+VIZ = ContextVar("VIZ", "")
+if VIZ.value == "0": VIZ.value = ""  # VIZ=0 is off, as for every other knob (a str knob: "0" would be true)
+PROFILE = ContextVar("PROFILE", 1 if VIZ.value else 0)
 # TRAINING turns dropout, BatchNorm's batch statistics and Optimizer.step on (Tensor.training and Tensor.train() are views
 # of it); DEFAULT_FLOAT / DEFAULT_INT name the dtypes of python floats and ints (dtypes.default_float reads it), as tinygrad
 TRAINING = ContextVar("TRAINING", 0)
@@ -148,13 +153,28 @@ class Timing(contextlib.ContextDecorator):
     self.et = time.perf_counter_ns() - self.st
     if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms" + (self.on_exit(self.et) if self.on_exit else ""))
 
+class _PlainLines:
+  """Where tqdm writes when the output is no terminal: each redraw becomes a line of its own, and tqdm redraws only
+  every `miniters` steps there, so a CI log gets a short line per N steps instead of a line of carriage returns."""
+  def __init__(self, f: Any): self.f = f
+  def write(self, s: str) -> None:
+    if (s := s.replace("\r", "").strip()): self.f.write(s + "\n")
+  def flush(self) -> None: self.f.flush()
+
 def tqdm(iterable: Iterable[T] | None = None, desc: str = "", disable: bool | None = False, unit: str = "it", unit_scale: Any = False,
-         total: int | None = None, rate: int = 100) -> Any:
-  """A progress bar over `iterable`: the tqdm package's (tinycore ships none of its own; `rate` is accepted for
-  tinygrad's signature and unused)."""
+         total: int | None = None, rate: int = 100, every: int | None = None, delay: float = 0, file: Any = None) -> Any:
+  """A progress bar over `iterable` (or updated by hand): the tqdm package's, on stderr unless `file` is given. On a
+  terminal it redraws in place with the rate and the ETA; otherwise it prints a plain line every `every` steps (by
+  default a tenth of `total`, else 100). Nothing shows before `delay` seconds. `rate` is accepted for tinygrad's
+  signature and unused. Postfixes should be set with refresh=False, so they never print a line of their own."""
   try: import tqdm as _tqdm
   except ImportError: raise ImportError("tinycore.helpers.tqdm needs the tqdm package: pip install tqdm") from None
-  return _tqdm.tqdm(iterable, desc=desc, disable=disable, unit=unit, unit_scale=unit_scale, total=total)
+  out = file if file is not None else sys.stderr
+  common = dict(desc=desc, disable=disable, unit=unit, unit_scale=unit_scale, total=total, delay=delay)
+  if getattr(out, "isatty", lambda: False)(): return _tqdm.tqdm(iterable, file=out, **common)
+  n = total if total is not None else len(iterable) if hasattr(iterable, "__len__") else None  # type: ignore[arg-type]
+  every = every or (max(1, n // 10) if n else 100)
+  return _tqdm.tqdm(iterable, file=_PlainLines(out), miniters=every, mininterval=0, maxinterval=float("inf"), ascii=True, ncols=120, **common)
 def trange(n: int, **kwargs: Any) -> Any:
   """tqdm(range(n), **kwargs)."""
   return tqdm(range(n), **kwargs)

@@ -24,6 +24,7 @@ def pytest_args(argv: list[str] | None = None) -> list[str]:
   if args.report: out += ["--report", os.path.abspath(args.report)]
   if args.xfails: out += ["--xfails", os.path.abspath(args.xfails)]
   if args.repro: out.append("--repro")
+  out.append("--progress")
   if not any(a.startswith("--tb") for a in rest): out.append("--tb=short")
   if not any(a.startswith("-v") or a == "-q" for a in rest): out.append("-q")
   return out + rest

@@ -8,6 +8,7 @@ import fnmatch, os, pathlib
 from dataclasses import dataclass, field
 import pytest
 from tinycore_conformance.report import Record, Report, LAYERS
+from tinycore_conformance.progress import LevelProgress
 
 PKG_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -21,6 +22,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
               help="file of expected failures: one test id (or glob) per line, then its reason; '#' starts a comment")
   g.addoption("--repro", dest="tc_repro", action="store_true", help="print a standalone reproduction for every failing test")
   g.addoption("--report", dest="tc_report", default=None, help="write the report as FILE.md and FILE.json")
+  g.addoption("--progress", dest="tc_progress", action="store_true", help="a progress bar per level on stderr (tests done, ETA)")
 
 @dataclass
 class XfailEntry:
@@ -87,6 +89,7 @@ class State:
     self.collected: set[str] | None = None
     self.records: dict[str, Record] = {}
     self.report: Report | None = None
+    self.progress: LevelProgress | None = None
     self._target = None
 
   @property
@@ -146,6 +149,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
   if drop:
     config.hook.pytest_deselected(items=drop)
     items[:] = keep
+  if config.getoption("tc_progress"): st.progress = LevelProgress([capability(it)[0] for it in items if is_conformance_item(it)])
 
 # *** outcomes ***
 
@@ -181,6 +185,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
   cfg = _CONFIG[0]
   if cfg is None: return
   st = _state(cfg)
+  if st.progress is not None and report.when == "teardown": st.progress.done(props["layer"])
   if report.passed and hasattr(report, "wasxfail"): outcome, msg = "xpass", str(report.wasxfail)
   elif report.skipped and hasattr(report, "wasxfail"): outcome, msg = "xfail", f"{report.wasxfail} -- {_message(report)}"
   elif report.skipped:
@@ -224,6 +229,7 @@ def build_report(st: State) -> Report:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
   st = _state(session.config)
+  if st.progress is not None: st.progress.close()
   if not st.records: return
   st.report = build_report(st)
   if st.report.failed and session.exitstatus == 0: session.exitstatus = pytest.ExitCode.TESTS_FAILED

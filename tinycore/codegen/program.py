@@ -58,7 +58,7 @@ def estimate_flops(uops: list[UOp], global_size: list[sint], local_size: list[si
 def get_program(k: Kernel, device: str) -> ProgramSpec:
   """The kernel lowered, simplified, linearized and rendered by its renderer, with its launch sizes."""
   name = k.name
-  sink = guard_division(graph_rewrite(lower(k), symbolic))  # after folding: the bounds of what is left decide
+  sink = guard_division(graph_rewrite(lower(k), symbolic, name="symbolic"))  # after folding: the bounds of what is left decide
   # the parameters are the AST's buffers, every one: the scheduler passes exactly those (ScheduleItem.bufs), so a buffer
   # whose loads simplified away must still take its place in the signature, or later arguments would shift
   if (gone := sorted((u for u in k.ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in sink.sparents()), key=lambda u: u.arg)):

@@ -16,7 +16,8 @@ import numpy as np
 from tinycore.backend import CompileError
 from tinycore.device import Buffer, Device
 from tinycore.dtype import PtrDType, to_np_dtype
-from tinycore.helpers import DEBUG, diskcache_get, diskcache_put, getenv, prod
+from tinycore.helpers import DEBUG, VIZ, diskcache_get, diskcache_put, getenv, prod, tqdm
+from tinycore.viz import record as vizrecord
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, pretty, sym_infer
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
@@ -101,6 +102,8 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
   dev = bench.dev
   seen: set[str] = set()
   seen_states: set[tuple] = set()
+  # progress on stderr once a search takes over 2 s: candidates timed of those found so far, the best time, the ETA
+  bar = tqdm(total=0, desc=f"BEAM={amount} {k.name}", unit="cand", delay=2, every=200)
 
   def measure(kernels: list[Kernel], runs: int) -> list[tuple[float, Kernel, Any, bytes]]:
     """Compile (in parallel) and time the kernels not seen before: (seconds, kernel, program, binary), fastest first."""
@@ -118,7 +121,12 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
       progs.append((kk, p))
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
       libs = list(ex.map(lambda kp: _compile(dev, kp[1].src), progs))
-    out = [(bench.time(p, lib, runs), kk, p, lib) for (kk, p), lib in zip(progs, libs) if lib is not None]
+    bar.total += len(progs)
+    out = []
+    for (kk, p), lib in zip(progs, libs):
+      if lib is not None: out.append((bench.time(p, lib, runs), kk, p, lib))
+      bar.update(1)
+    if VIZ: vizrecord.candidates([(t, kk) for t, kk, _, _ in out])
     return sorted(out, key=lambda x: x[0])
   def again(timed: list, n: int) -> list:
     """The fastest n timed again (best of 3), to keep one lucky run out of the choice."""
@@ -147,11 +155,13 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
     timed = again(measure(cands, 1), amount * 2)
     if DEBUG >= 2: print(f"  {time.perf_counter() - st:6.2f}s: {timed[0][0]*1e6 if timed else float('nan'):10.2f} us from {len(cands):4d} "
                          f"candidates  {timed[0][1].name if timed else ''}")
+    if timed: bar.set_postfix_str(f"round {rounds}, best {min(best[0], timed[0][0]) * 1e6:.1f} us", refresh=False)
     if not timed or timed[0][0] >= best[0]: break
     best, beam = timed[0], [(t, kk) for t, kk, _, _ in timed[:amount]]
   if DEBUG >= 2:
     print(f"beam{amount:<3d}: {_fmt(best[1].applied_opts):60s}: {best[0]*1e6:10.2f} us  {'<' if best[0] < hc_time else '>='} "
           f"hc: {_fmt(hc.applied_opts):40s}: {hc_time*1e6:10.2f} us")
+  bar.close()
   diskcache_put(table, key, pickle.dumps([(o.op.name, o.axis, o.amount) for o in best[1].applied_opts]))
   return best[1]
 

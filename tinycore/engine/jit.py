@@ -22,7 +22,8 @@ import functools
 from typing import Any, Callable, Generic, TypeVar
 from tinycore.tensor import Tensor
 from tinycore.device import Buffer
-from tinycore.helpers import DEBUG, JIT, GlobalCounters
+from tinycore.helpers import DEBUG, JIT, PROFILE, GlobalCounters
+from tinycore import profile
 from tinycore.engine import realize as _realize
 from tinycore.engine.realize import CompiledRunner, Runner, exec_runner
 from tinycore.lazy import merge_var_vals
@@ -88,7 +89,7 @@ class CapturedJit(Generic[ReturnType]):
     self.mem = sum(b.size * b.dtype.itemsize for _, bufs in kernels for b in bufs)
 
   def __call__(self, input_bufs: list[Buffer], var_vals: dict[UOp, int]) -> ReturnType:
-    if self.bindable and DEBUG < 2 and not _realize.capturing:
+    if self.bindable and DEBUG < 2 and not _realize.capturing and not PROFILE:
       mem = [b.ensure_allocated()._buf for b in input_bufs]
       if (changed := {k for k, (x, y) in enumerate(zip(mem, self.bound)) if x is not y}) or None in self.calls:
         for j, (runner, _) in enumerate(self.kernels):
@@ -99,11 +100,13 @@ class CapturedJit(Generic[ReturnType]):
       gc = GlobalCounters
       gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + len(self.calls), gc.global_ops + self.ops, gc.global_mem + self.mem
     else:
+      st = profile.now()  # (a replay's span on the timeline while profiling)
       for j, (runner, _) in enumerate(self.kernels):
         run_bufs = self._bufs(j, input_bufs)
         for b in run_bufs: b.ensure_allocated()
         exec_runner(runner, run_bufs, var_vals, jit=True)
         if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
+      if PROFILE and self.kernels: profile.record(self.kernels[0][0].device, "jit", f"replay of {len(self.kernels)} kernels", st, profile.now() - st)
     # returned tensors of a symbolic shape now hold the results for these values
     if var_vals:
       for t in _walk_tensors(self.ret): t.lazydata.rebind(var_vals)

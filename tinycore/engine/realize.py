@@ -9,7 +9,9 @@ from typing import Any, Callable
 from tinycore.backend import CompileError
 from tinycore.device import Buffer, Device
 from tinycore.dtype import dtypes, PtrDType
-from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, GlobalCounters, colored, diskcache_get, diskcache_put
+from tinycore.helpers import DEBUG, BEAM, NOOPT, GRAPHUOPS, PROFILE, VIZ, GlobalCounters, colored, diskcache_get, diskcache_put
+from tinycore import profile
+from tinycore.viz import record as vizrecord
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
@@ -28,7 +30,7 @@ class CompiledRunner(Runner):
     self.p = p
     dev = Device[p.device]
     if DEBUG >= 4: print(dev.renderer.describe(p.src) if hasattr(dev.renderer, "describe") else p.src)
-    self.lib = lib if lib is not None else dev.compiler.compile_cached(p.src)
+    self.lib = lib if lib is not None else compile_program(p)
     self.prg = dev.program(p.device, p.name, self.lib)
     # launch sizes over a symbolic dim are worked out from the Variables' values on every call
     launch = [x for x in [*p.global_size, *(p.local_size or ())] if isinstance(x, UOp)]
@@ -48,6 +50,11 @@ class CompiledRunner(Runner):
   def launcher(self, bufs: list[Buffer]) -> Callable[[], Any] | None:
     """The kernel bound to these buffers (see Program.launcher); None when its launch takes Variables' values."""
     return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size) if self.plain else None
+
+def compile_program(p: ProgramSpec) -> bytes:
+  """The binary of a program, through its compiler's disk cache (a `compile` span on the timeline while profiling)."""
+  if not PROFILE: return Device[p.device].compiler.compile_cached(p.src)
+  with profile.span(p.device, "compile", p.name): return Device[p.device].compiler.compile_cached(p.src)
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)
@@ -89,7 +96,7 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
   if (bad := used - set(dev.renderer.supported_dtypes()) - {dtypes.void}):
     raise TypeError(f"{device} does not support {', '.join(map(str, sorted(bad)))}: its renderer declares "
                        f"{', '.join(map(str, dev.renderer.supported_dtypes()))}")
-  cacheable = DEBUG < 3 and not GRAPHUOPS
+  cacheable = DEBUG < 3 and not GRAPHUOPS and not VIZ  # (VIZ notes how the program is built)
   if cacheable:
     table, key = _program_table(device, dev.renderer), _ast_key(ast)
     if (hit := diskcache_get(table, key)) is not None:
@@ -98,11 +105,14 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
         return ProgramSpec(d["name"], d["src"], device, [], d["global_size"], d["local_size"], d["vars"], d["applied_opts"],
                            d["estimates_ops"], d["display_name"], ast)
       except Exception: pass  # an entry from another version: build it again
+  if VIZ: vizrecord.kernel(ast, device)
   k = get_kernel(ast, dev.renderer)
+  if VIZ: vizrecord.optimized(k)
   if DEBUG >= 3:
     print(pretty(ast))
     print(f"applied opts: {k.applied_opts}")
   p = get_program(k, device)
+  if VIZ: vizrecord.programmed(p)
   if cacheable:
     diskcache_put(table, key, pickle.dumps({"name": p.name, "src": p.src, "global_size": p.global_size, "local_size": p.local_size,
                                             "vars": p.vars, "applied_opts": p.applied_opts, "estimates_ops": p.estimates_ops,
@@ -133,7 +143,7 @@ def prepare_runners(schedule: list[ScheduleItem]) -> None:
   progs = [(dev, ast, get_program_for(dev, ast)) for dev, ast in todo.values()]
   if _compile_pool is None: _compile_pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
   def build(x: tuple) -> bytes | None:
-    try: return Device[x[0]].compiler.compile_cached(x[2].src)
+    try: return compile_program(x[2])
     except CompileError: return None  # get_runner compiles it again and reports the error with the kernel's source
   for (dev, ast, p), lib in zip(progs, _compile_pool.map(build, progs)): get_runner(dev, ast, lib, p)
 
@@ -148,6 +158,7 @@ capturing: list[list[tuple[Runner, list[Buffer]]]] = []
 def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
   """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
   var_vals = var_vals or {}
+  if VIZ: vizrecord.schedule(schedule)
   if capture is None and capturing: capture = capturing[-1]
   if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
@@ -169,8 +180,9 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:
   # this runs for every kernel of every step (a JIT replay is a loop over it): kept to the few operations it needs
-  dbg = DEBUG.value
-  et = runner(bufs, var_vals, wait=dbg >= 2)
+  dbg, prof = DEBUG.value, PROFILE.value
+  st = profile.now() if prof else 0
+  et = runner(bufs, var_vals, wait=dbg >= 2 or prof)
   gc = GlobalCounters
   gc.kernel_count += 1
   gc.global_ops += runner.op_estimate
@@ -178,6 +190,7 @@ def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], ji
   for b in bufs: mem += b.size * b.dtype.itemsize
   gc.global_mem += mem
   if et is not None: gc.time_sum_s += et
+  if prof: profile.launch(runner, st, et, mem, jit)
   if dbg >= 2:
     tm = f"tm {et*1e6:9.2f}us/{GlobalCounters.time_sum_s*1e3:9.2f}ms" if et is not None else ""
     rate = f"({runner.op_estimate/((et or 1e-9)*1e9):9.2f} GFLOPS, {mem/((et or 1e-9)*1e9):7.2f} GB/s)" if et else ""

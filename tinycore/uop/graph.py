@@ -26,15 +26,21 @@ def op_color(op: Ops | None) -> str:
   if op in (Ops.BUFFER, Ops.EMPTY, Ops.CONST, Ops.COPY): return "#a0a0ff"
   return "#e0e0e0"
 
-def save_uop_graph(sink: UOp, name: str) -> str:
-  """Each UOp is a box (op, dtype, arg), an edge runs from a source to its user; returns the picture's path."""
+def uop_dot(sink: UOp) -> tuple[str, int, int]:
+  """The Graphviz source of a UOp graph (each UOp a box: op, dtype, arg; an edge from a source to its user), with its
+  numbers of nodes and edges."""
   nodes = sink.toposort()
   ids = {u: f"u{i}" for i, u in enumerate(nodes)}
   lines, edges = ["digraph G {", "  node [shape=box, style=filled, fontname=monospace];"], 0
   for u in nodes:
-    arg = "" if u.arg is None else str(u.arg).replace('"', "'")[:40]
+    arg = "" if u.arg is None else str(u.arg).replace("\\", "/").replace('"', "'")[:40]
     lines.append(f'  {ids[u]} [label="{u.op.name}\\n{u.dtype}\\n{arg}", fillcolor="{op_color(u.op)}"];')
     for s in u.src:
       lines.append(f"  {ids[s]} -> {ids[u]};")
       edges += 1
-  return write_graph("\n".join(lines + ["}"]), f"net.uops.{name}", len(nodes), edges)
+  return "\n".join(lines + ["}"]), len(nodes), edges
+
+def save_uop_graph(sink: UOp, name: str) -> str:
+  """The UOp graph as a picture (see uop_dot); returns its path."""
+  dot, nodes, edges = uop_dot(sink)
+  return write_graph(dot, f"net.uops.{name}", nodes, edges)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 from tinycore.dtype import DType
+from tinycore.helpers import VIZ
+from tinycore.viz import record as vizrecord
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 
@@ -59,8 +61,12 @@ class PatternMatcher:
         if ret is not None and ret is not u: return ret
     return None
 
-def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
-  """Rewrite bottom-up to a fixed point: sources are rewritten before the node that uses them."""
+def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, name: str | None = None) -> UOp:
+  """Rewrite bottom-up to a fixed point: sources are rewritten before the node that uses them. Under VIZ the pass is
+  noted for the page (with `name` as its step's title, see tinycore/viz/record.py)."""
+  return vizrecord.rewrite(_rewrite, sink, pm, ctx, name) if VIZ.value else _rewrite(sink, pm, ctx)
+
+def _rewrite(sink: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
   memo: dict[UOp, UOp] = {}
   def process(root: UOp) -> UOp:
     for u in root.toposort():
