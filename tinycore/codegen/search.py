@@ -102,8 +102,8 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
   dev = bench.dev
   seen: set[str] = set()
   seen_states: set[tuple] = set()
-  # progress on stderr once a search takes over 2 s: candidates timed of those found so far, the best time, the ETA
-  bar = tqdm(total=0, desc=f"BEAM={amount} {k.name}", unit="cand", delay=2, every=200)
+  # progress on stderr once a search takes over 2 s: candidates compiled of those found so far, the best time, the ETA
+  bar = tqdm(total=0, desc=f"BEAM={amount} {k.name}", unit="cand", delay=2, every=50)
 
   def measure(kernels: list[Kernel], runs: int) -> list[tuple[float, Kernel, Any, bytes]]:
     """Compile (in parallel) and time the kernels not seen before: (seconds, kernel, program, binary), fastest first."""
@@ -120,12 +120,9 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
       seen.add(p.src)
       progs.append((kk, p))
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-      libs = list(ex.map(lambda kp: _compile(dev, kp[1].src), progs))
-    bar.total += len(progs)
-    out = []
-    for (kk, p), lib in zip(progs, libs):
-      if lib is not None: out.append((bench.time(p, lib, runs), kk, p, lib))
-      bar.update(1)
+      bar.total += len(progs)
+      libs = [lib for lib in ex.map(lambda kp: _compile(dev, kp[1].src), progs) if bar.update(1) or True]  # (compiles take the time)
+    out = [(bench.time(p, lib, runs), kk, p, lib) for (kk, p), lib in zip(progs, libs) if lib is not None]
     if VIZ: vizrecord.candidates([(t, kk) for t, kk, _, _ in out])
     return sorted(out, key=lambda x: x[0])
   def again(timed: list, n: int) -> list:

@@ -31,7 +31,7 @@ table.facts td:first-child { color: #555; padding-right: 16px; } table { border-
 table.rules td, table.cands td { border-bottom: 1px solid #eee; padding: 1px 8px; font-family: monospace; }
 details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .graph { overflow: auto; max-height: 75vh; border: 1px solid #ddd; } .graph svg { max-width: 100%; height: auto; }
-.graph.full svg { max-width: none; } .graph { cursor: zoom-in; } .graph.full { cursor: zoom-out; }
+.graph.full svg { max-width: none; } .graph.ast { max-height: 40vh; } .graph { cursor: zoom-in; } .graph.full { cursor: zoom-out; }
 .timeline-box { overflow-x: auto; border: 1px solid #ddd; } .timeline-box svg { width: calc(100% * var(--zoom, 1)); height: auto; }
 """
 # one section shown at a time, named by the URL's fragment (the sidebar's links and the graphs' links set it)
@@ -64,8 +64,8 @@ def _candidates(rec: record.KernelRecord) -> str:
   return (f"<details class=\"beam\"><summary>BEAM: {len(best)} candidates timed (fastest first)</summary>"
           f'<table class="cands"><tr><th>#</th><th>time</th><th>optimizations</th></tr>{rows}</table></details>')
 
-def _graph(drawn: str | None, sink: Any) -> str:
-  if drawn is not None: return f'<div class="graph">{drawn}</div>'
+def _graph(drawn: str | None, sink: Any, kind: str = "") -> str:
+  if drawn is not None: return f'<div class="graph {kind}">{drawn}</div>'
   return f"<p>{len(sink.toposort())} nodes: too many to draw (VIZ_MAX_NODES)</p>"
 
 def _pass(ps: record.RewritePass, drawn: str | None) -> str:
@@ -85,7 +85,7 @@ def _kernel(i: int, rec: record.KernelRecord, drawn: dict[int, str | None], even
   compiles = [e for e in events if e.lane.startswith("compile") and e.name == p.name and e.device == p.device]
   steps = "".join(f"<li>{_pass(ps, drawn.get(id(ps)))}</li>" for ps in rec.passes) or "<li>no rewrite pass noted</li>"
   return (f'<section id="k{i}" class="kernel"><h2>{_esc(p.display_name or p.name)}</h2>{_facts(rec, runs, compiles)}{_candidates(rec)}'
-          f'<h3>AST</h3>{_graph(drawn.get(id(rec)), rec.ast)}<h3>Rewrite steps</h3><ol class="rewrites">{steps}</ol>'
+          f'<h3>AST</h3>{_graph(drawn.get(id(rec)), rec.ast, "ast")}<h3>Rewrite steps</h3><ol class="rewrites">{steps}</ol>'
           f'<h3>Linearized program ({len(p.uops)} uops)</h3><pre class="uops">{_esc(_uops(p.uops))}</pre>'
           f'<h3>Source ({_esc(p.device)})</h3><pre class="source">{_esc(p.src)}</pre></section>')
 
