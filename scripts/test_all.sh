@@ -10,7 +10,9 @@ PY=.venv/bin/python
 echo "=== pytest: core, plugins, conformance self-tests"
 "$PY" -m pytest -q -n 2 test plugins conformance/tests
 echo "=== pytest NOOPT=1: the core suite with no optimizations (results must not depend on them; test/compat and the ONNX suites ran above)"
-NOOPT=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider test --ignore=test/compat --ignore=test/test_onnx_backend.py --ignore=test/test_onnx_models.py
+# (the VIZ page in a browser, test/test_viz_browser.py, ran above: it checks the page, not the kernels)
+NOOPT=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider test --ignore=test/compat --ignore=test/test_onnx_backend.py --ignore=test/test_onnx_models.py \
+  --ignore=test/test_viz_browser.py
 # a fresh cache directory, so the kernels are really searched (the search's choices and programs are cached on disk)
 BEAM_CACHE=$(mktemp -d)
 trap 'rm -rf "$BEAM_CACHE"' EXIT

@@ -89,7 +89,7 @@ class CapturedJit(Generic[ReturnType]):
     self.mem = sum(b.size * b.dtype.itemsize for _, bufs in kernels for b in bufs)
 
   def __call__(self, input_bufs: list[Buffer], var_vals: dict[UOp, int]) -> ReturnType:
-    if self.bindable and DEBUG < 2 and not _realize.capturing and not PROFILE:
+    if self.bindable and DEBUG < 2 and not _realize.capturing and not PROFILE.value:
       mem = [b.ensure_allocated()._buf for b in input_bufs]
       if (changed := {k for k, (x, y) in enumerate(zip(mem, self.bound)) if x is not y}) or None in self.calls:
         for j, (runner, _) in enumerate(self.kernels):
@@ -106,7 +106,7 @@ class CapturedJit(Generic[ReturnType]):
         for b in run_bufs: b.ensure_allocated()
         exec_runner(runner, run_bufs, var_vals, jit=True)
         if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
-      if PROFILE and self.kernels: profile.record(self.kernels[0][0].device, "jit", f"replay of {len(self.kernels)} kernels", st, profile.now() - st)
+      if PROFILE.value and self.kernels: profile.record(self.kernels[0][0].device, "jit", f"replay of {len(self.kernels)} kernels", st, profile.now() - st)
     # returned tensors of a symbolic shape now hold the results for these values
     if var_vals:
       for t in _walk_tensors(self.ret): t.lazydata.rebind(var_vals)

@@ -158,7 +158,7 @@ capturing: list[list[tuple[Runner, list[Buffer]]]] = []
 def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
   """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
   var_vals = var_vals or {}
-  if VIZ: vizrecord.schedule(schedule)
+  if VIZ.value: vizrecord.schedule(schedule)
   if capture is None and capturing: capture = capturing[-1]
   if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
