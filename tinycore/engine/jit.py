@@ -106,7 +106,8 @@ class CapturedJit(Generic[ReturnType]):
         for b in run_bufs: b.ensure_allocated()
         exec_runner(runner, run_bufs, var_vals, jit=True)
         if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
-      if PROFILE.value and self.kernels: profile.record(self.kernels[0][0].device, "jit", f"replay of {len(self.kernels)} kernels", st, profile.now() - st)
+      if PROFILE.value and self.kernels:
+        profile.record(self.kernels[0][0].device, "jit", f"replay, {len(self.kernels)} kernels", st, profile.now() - st)
     # returned tensors of a symbolic shape now hold the results for these values
     if var_vals:
       for t in _walk_tensors(self.ret): t.lazydata.rebind(var_vals)
