@@ -89,3 +89,14 @@ def test_viz_file_at_exit(tmp_path):
   assert f"written to {path}" in out
   page = path.read_text()
   assert page.startswith("<!DOCTYPE html>") and 'class="kernel-link"' in page and 'class="source"' in page and "<svg" in page
+
+def test_beam_candidates_noted():
+  from tinycore.viz.page import render_page
+  _clear()
+  # no disk cache (CACHELEVEL=0): the search runs here, whatever an earlier run chose
+  with Context(VIZ=1, PROFILE=1, BEAM=1, CACHELEVEL=0): (Tensor(np.arange(37 * 3, dtype=np.float32).reshape(37, 3)).sum(axis=1) * 2).numpy()
+  searched = [k for k in record.kernels if k.program is not None and k.opts_by == "BEAM=1"]
+  assert searched and all(k.candidates for k in searched)
+  assert any(opts == k.opts for k in searched for opts, _ in k.candidates)  # the choice is one of the candidates timed
+  assert "candidates timed" in render_page()
+  _clear()

@@ -58,7 +58,8 @@ def _facts(rec: record.KernelRecord, runs: list[profile.Event], compiles: list[p
   return '<table class="facts timing">' + "".join(f"<tr><td>{k}</td><td>{_esc(v)}</td></tr>" for k, v in rows) + "</table>"
 
 def _candidates(rec: record.KernelRecord) -> str:
-  if not rec.candidates: return ""
+  if not rec.candidates:
+    return "<p>BEAM's choice came from the disk cache: no candidate was timed in this run.</p>" if rec.opts_by.startswith("BEAM") else ""
   best = sorted(rec.candidates, key=lambda c: c[1])
   rows = "".join(f"<tr><td>{i + 1}</td><td>{_us(t)}</td><td>{_esc(_opts(o))}</td></tr>" for i, (o, t) in enumerate(best[:200]))
   return (f"<details class=\"beam\"><summary>BEAM: {len(best)} candidates timed (fastest first)</summary>"
