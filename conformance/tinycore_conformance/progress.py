@@ -1,7 +1,7 @@
 """Progress of the conformance run, a bar per level (tinycore.helpers.tqdm: tests done of the level's total, ETA) on
-stderr, so a long level (the renderer's every op x dtype, the tensor level) shows it is working. On a terminal the bar
-redraws in place; otherwise a plain line every tenth of the level. Turned on by `--progress` (the command
-`python -m tinycore_conformance` passes it; a plain pytest run stays as pytest prints it)."""
+stderr, so a long level (the renderer's every op x dtype, the tensor level) shows it is working; a level done within
+5 s shows none. On a terminal the bar redraws in place; otherwise a plain line every tenth of the level. Turned on by
+`--progress` (the command `python -m tinycore_conformance` passes it; a plain pytest run prints as pytest does)."""
 from __future__ import annotations
 import collections
 from typing import Any
@@ -18,7 +18,7 @@ class LevelProgress:
     if layer != self.layer:
       self.close()
       from tinycore.helpers import tqdm
-      self.layer, self.bar = layer, tqdm(total=self.total[layer], desc=f"level {layer} ({LAYERS.get(layer, '?')})", unit="test")
+      self.layer, self.bar = layer, tqdm(total=self.total[layer], desc=f"level {layer} ({LAYERS.get(layer, '?')})", unit="test", delay=5)
     self.bar.update(1)
   def close(self) -> None:
     if self.bar is not None: self.bar.close()
