@@ -131,17 +131,16 @@ class Buffer:
   def copyin(self, mv: memoryview) -> Buffer:
     mv = mv.cast("B") if mv.nbytes else mv
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes")
-    if PROFILE.value:
-      with profile.span(self.device, "copies", "copy in from the host", bytes=mv.nbytes): self.ensure_allocated().allocator.copyin(self._buf, mv)
-    else: self.ensure_allocated().allocator.copyin(self._buf, mv)
+    with profile.span(self.device, "copies", "copy in from the host", bytes=mv.nbytes) if PROFILE.value else profile.OFF:
+      self.ensure_allocated().allocator.copyin(self._buf, mv)
     return self
   def copyout(self, mv: memoryview) -> memoryview:
     mv = mv.cast("B") if mv.nbytes else mv
     if mv.nbytes != self.nbytes: raise ValueError(f"copyout of a buffer of {self.nbytes} bytes into {mv.nbytes} bytes")
     self.ensure_allocated()
-    if self.nbytes and PROFILE.value:
-      with profile.span(self.device, "copies", "copy out to the host", bytes=mv.nbytes): self.allocator.copyout(mv, self._buf)
-    elif self.nbytes: self.allocator.copyout(mv, self._buf)
+    if self.nbytes:
+      with profile.span(self.device, "copies", "copy out to the host", bytes=mv.nbytes) if PROFILE.value else profile.OFF:
+        self.allocator.copyout(mv, self._buf)
     return mv
   def numpy(self) -> np.ndarray:
     arr = np.frombuffer(bytearray(self.copyout(memoryview(bytearray(self.nbytes)))), dtype=to_np_dtype(self.dtype))

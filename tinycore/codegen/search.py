@@ -121,7 +121,10 @@ def beam_search(k: Kernel, amount: int) -> Kernel:
       progs.append((kk, p))
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
       bar.total += len(progs)
-      libs = [lib for lib in ex.map(lambda kp: _compile(dev, kp[1].src), progs) if bar.update(1) or True]  # (compiles take the time)
+      libs = []
+      for lib in ex.map(lambda kp: _compile(dev, kp[1].src), progs):  # (the progress counts compiles: they take the time)
+        libs.append(lib)
+        bar.update(1)
     out = [(bench.time(p, lib, runs), kk, p, lib) for (kk, p), lib in zip(progs, libs) if lib is not None]
     if VIZ: vizrecord.candidates([(t, kk) for t, kk, _, _ in out])
     return sorted(out, key=lambda x: x[0])

@@ -53,8 +53,7 @@ class CompiledRunner(Runner):
 
 def compile_program(p: ProgramSpec) -> bytes:
   """The binary of a program, through its compiler's disk cache (a `compile` span on the timeline while profiling)."""
-  if not PROFILE: return Device[p.device].compiler.compile_cached(p.src)
-  with profile.span(p.device, "compile", p.name): return Device[p.device].compiler.compile_cached(p.src)
+  with profile.span(p.device, "compile", p.name) if PROFILE.value else profile.OFF: return Device[p.device].compiler.compile_cached(p.src)
 
 class CopyRunner(Runner):
   def __init__(self, dest: str, src: str): super().__init__(f"copy {dest} <- {src}", dest)

@@ -33,7 +33,7 @@ def uop_dot(sink: UOp) -> tuple[str, int, int]:
   ids = {u: f"u{i}" for i, u in enumerate(nodes)}
   lines, edges = ["digraph G {", "  node [shape=box, style=filled, fontname=monospace];"], 0
   for u in nodes:
-    arg = "" if u.arg is None else str(u.arg).replace("\\", "/").replace('"', "'")[:40]
+    arg = "" if u.arg is None else str(u.arg).replace("\\", "/").replace('"', "'")[:40]  # (a backslash or quote would end dot's string)
     lines.append(f'  {ids[u]} [label="{u.op.name}\\n{u.dtype}\\n{arg}", fillcolor="{op_color(u.op)}"];')
     for s in u.src:
       lines.append(f"  {ids[s]} -> {ids[u]};")
