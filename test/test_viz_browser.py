@@ -1,7 +1,8 @@
 """The VIZ page as a user sees it: a program runs a small training step with VIZ=1 and serves the page at exit; headless
 Chromium (Debian's chromium, driven through chromium-driver by selenium) opens it, clicks a kernel and finds its
 source, its rewrite steps and its timing; a screenshot is saved (VIZ_SCREENSHOT names where, else the test's folder).
-Skipped where the browser, its driver or selenium is missing (scripts/setup.sh installs them)."""
+Skipped where the browser, its driver or selenium is missing (scripts/setup.sh installs them); under scripts/test_all.sh
+such a skip fails (test/conftest.py)."""
 import os, re, shutil, subprocess, sys
 import pytest
 
@@ -41,7 +42,7 @@ def served(tmp_path):
     proc.wait(timeout=30)
 
 def test_page_in_chromium(served, tmp_path):
-  webdriver = pytest.importorskip("selenium.webdriver")
+  webdriver = pytest.importorskip("selenium.webdriver", reason="no selenium: scripts/setup.sh installs it (the test extra)")
   from selenium.webdriver.common.by import By
   opts = webdriver.ChromeOptions()
   opts.binary_location = CHROMIUM
