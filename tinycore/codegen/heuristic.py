@@ -100,8 +100,8 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # where that takes no two full vectors (a conv's 56 columns: 8 of AVX-512's 16 lanes, 7 AVX2 vectors), two along an output
   # dim that one input is contiguous along and another broadcast along (the output channels of a conv whose weight is
   # stored channels-last, see conv_weight_channels_last); the stores, once per long reduce, go lane by lane
-  if k.reduceop is not None and lane is not None and lane_w is not None and (lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
-     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r")), int) and nred >= 64:
+  if k.reduceop is not None and lane is not None and (lane_w is None or lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
+     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r") + k.dims("u")), int) and nred >= 64:
     wide = [d for d in k.dims("g") if fits(d, 2 * widths[0]) and set(strides(d, loads)) == {0, 1}]
     if wide: lane, lane_w = wide[-1], widths[0]
   if k.reduceop is None:
