@@ -21,6 +21,8 @@ from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 LANE_LOADS_MAX = 4096
 # rows of a register tile, the most first (the register file decides how many fit; 7 and 14 tile the 56 and 28 of ResNet)
 ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
+# an output dim this short, without a vector width in it (a pooled 13x13 image's rows), is expanded whole where no vector dim is found
+SHORT_DIM = 16
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -177,7 +179,11 @@ def cpu_optimizations(k: Kernel) -> Kernel:
           if amt is not None and upcast(d, amt): accs *= amt
           if accs >= 8: break
         return k
-  if red:
+  # no vector dim: short dims expanded whole, their index arithmetic (a fold's or a pool's / and %) becomes constants
+  for d in reversed(k.dims("r")):
+    if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4: unroll(d, 0)
+  if (g := k.dims("g")) and isinstance(k.full_shape[g[-1]], int) and k.full_shape[g[-1]] <= SHORT_DIM: upcast(g[-1], 0)
+  if (red := k.dims("r")) and not k.dims("u"):
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
