@@ -4,7 +4,9 @@ Devices with thread ids (GPUs) get groups of threads and a grouped reduce for bi
 (CLANG: global dims are loops, the outermost spread over the cores) get register tiles instead: the output dim that
 is contiguous in memory is upcast to a vector width (vector loads and stores), the output dim that an input
 broadcasts along is upcast too (one loaded value feeds several accumulators, as in the microkernel of a matmul), and
-a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop).
+a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop). An image width with no
+vector width in it (a conv's 11x11 output) takes its vectors along channels-last output channels instead; a kernel that
+gets no vector dim at all has its short dims expanded whole (a fold's index / and % become constants).
 
 A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized. A kernel with many loads
 gets fewer lanes (LANE_LOADS_MAX bounds lanes times loads): its code is already big, and lowering cost grows with both."""
