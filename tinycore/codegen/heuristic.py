@@ -122,20 +122,15 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # accumulators and one step's loaded vectors fit in it (measured on AVX2 and AVX-512, a ResNet conv: 7 rows x 2
     # vectors, its 3x3 window unrolled, beats every smaller tile; the compiler streams the window's loads)
     upcast(lane, lane_w)
-    vecs = 1
-    # a second vector along the lane dim where it is long enough
-    if lane in k.dims("g") and fits(lane, 2) and upcast(lane, 2): vecs = 2
+    # a second vector along the lane dim where it is long enough, unless it leaves fewer accumulators: beside two vectors
+    # LANE_LOADS_MAX may refuse the rows (a 7x7 ResNet conv: 7 rows x 1 vector beat 1 row x 2 vectors, 1.6x)
+    one, two = k.copy(), k.copy()
+    nrows1 = _row_tile(one, 1)[1]
+    vecs = 2 if lane in two.dims("g") and fits(lane, 2) and _try(two, Opt(OptOps.UPCAST, two.dims("g").index(lane), 2)) and \
+      2 * _row_tile(two, 2)[1] >= nrows1 else 1
+    if vecs == 2: upcast(lane, 2)
+    rows, nrows = _row_tile(k, vecs)
     regs = k.renderer.vector_registers
-    vviews = _vec_views(k)
-    cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
-    rows, nrows = None, 1
-    if cands:
-      # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
-      d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
-      for amt in ROW_TILES:
-        if amt * vecs + vecs <= regs and fits(d, amt) and upcast(d, amt):
-          rows, nrows = (d if d in k.dims("g") else None), amt
-          break
     red = k.dims("r")
     if red and not k.dims("u"):
       for amt in (4, 2):
@@ -189,6 +184,19 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def _row_tile(k: Kernel, vecs: int) -> tuple[int | None, int]:
+  """The rows of a register tile beside `vecs` vectors, applied to k: the longest output dim that every vector-loaded
+  input is broadcast along (one vector load feeds every row; a conv's batch is short, its output channels long), upcast by
+  the most rows whose accumulators fit in the registers with one step's vectors. (dim or None, rows)."""
+  vviews = _vec_views(k)
+  if not (cands := [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]): return None, 1
+  d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
+  for amt in ROW_TILES:
+    if amt * vecs + vecs <= k.renderer.vector_registers and isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0 and \
+       _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), amt)):
+      return (d if d in k.dims("g") else None), amt
+  return None, 1
 
 def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
   """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
