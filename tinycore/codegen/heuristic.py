@@ -142,9 +142,11 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       for amt in (16, 8):
         if isinstance(rest, int) and rest >= 16 and fits(rows, amt) and k.full_shape[rows] >= 2 * amt and _try(k, Opt(OptOps.TILE, 0, amt)): break
     return k
-  if red and any(s == 1 for s in strides(red[-1], loads)):
+  if red and any(s == 1 for s in strides(red[-1], loads)) and all(s in (0, 1) for s in strides(red[-1], loads)):
     # a reduce along contiguous memory (sum, softmax, A @ B.T): vector accumulators combined after the loop; output
-    # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators
+    # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators. Not where
+    # another input is strided along the reduce (a conv input gradient's output gradient): gathered lanes inside the
+    # loop, 20x slower on AVX2 than the tile below
     d = red[-1]
     w = next((w for w in widths if fits(d, w)), None)
     # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
