@@ -153,8 +153,10 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
     if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
       # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
-      for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]:
-        if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
+      tiled = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
+               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16 and upcast(g, 2)]
+      # one dim only (the other odd, a 50257-word vocabulary): 4 rows of it, the same 4 accumulators (2x there on one AVX-512 core)
+      if len(tiled) == 1 and fits(tiled[0], 2) and k.full_shape[tiled[0]] >= 16: upcast(tiled[0], 2)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
       return k
@@ -205,10 +207,13 @@ def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
   not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
   cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
   cache set. Repacked as (n/w, k, w) for the register tile's width w (two vectors), a panel streams contiguously; the
-  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core)."""
+  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core). A width n with no
+  vector width in it (a GPT-2 vocabulary's 50257 = 29 x 1733) is repacked whatever its size, into panels zero-padded
+  to whole ones: unpacked, its columns take no vector dim at all (the caller cuts the padded columns off)."""
   w = 2 * max(r.vector_widths)
-  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int): return 0
-  return w if n % w == 0 and n > w and k * n * itemsize > r.cache_bytes else 0
+  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int) or n <= w: return 0
+  if all(n % v for v in r.vector_widths if v > 1): return w
+  return w if n % w == 0 and k * n * itemsize > r.cache_bytes else 0
 
 def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
   """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels
