@@ -129,6 +129,6 @@ def test_worker_reply_for_another_renderer_is_dropped(monkeypatch):
     def build(self, job): return ("other table", f"worker {job[1]}", b"lib", None)
   old = programpool._workers[:]
   programpool._workers[:] = [Fake()]
-  try: out = programpool.build_all(jobs, lambda dev: "this table", lambda dev, i: f"local {i}")
+  try: out = programpool.build_all(jobs, lambda dev: "this table", lambda dev, i: f"local {i}", "unused:builder")
   finally: programpool._workers[:] = old
   assert out == [(f"local {i}", None) for i in range(6)]

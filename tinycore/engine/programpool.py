@@ -2,8 +2,8 @@
 model's first step (tens of kernels to optimize, lower, render and compile) takes the sum of their times on one core.
 
 The rules:
-- workers are `python -c '...programpool import serve; serve()'` processes, not multiprocessing's: its spawn and forkserver re-run
-  the user's `__main__` script in every worker, and a fork of this process (compile threads, a device's thread pool)
+- workers are `python -c "...; serve(builder)"` processes, not multiprocessing's: its spawn and forkserver re-run the
+  user's `__main__` script in every worker, and a fork of this process (compile threads, a device's thread pool)
   may hold a lock no thread of the child releases. They start on first need, serve this process until it exits (their
   stdin closes) and each build one program at a time.
 - a job is (device, AST, every ContextVar's value); the reply is (the program table the worker built for, the program
@@ -14,16 +14,16 @@ The rules:
 - PROGRAM_WORKERS sets how many workers (default: the cores less one; 0: none). Fewer than MIN_JOBS programs to build
   are built here: a worker's start costs about a second."""
 from __future__ import annotations
-import collections, os, pickle, subprocess, sys, threading
+import collections, importlib, os, pickle, subprocess, sys, threading
 from typing import Any, Callable
 from tinycore.helpers import ContextVar, getenv
 
 MIN_JOBS = 4
 
 class _Worker:
-  def __init__(self) -> None:
-    self.proc: subprocess.Popen | None = subprocess.Popen([sys.executable, "-c", "from tinycore.engine.programpool import serve; serve()"],
-                                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+  def __init__(self, builder: str) -> None:
+    cmd = f"from tinycore.engine.programpool import serve; serve({builder!r})"
+    self.proc: subprocess.Popen | None = subprocess.Popen([sys.executable, "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
   def build(self, job: tuple) -> tuple | None:
     """The worker's reply to one job, or None (and the worker is given up) when it fails."""
     if self.proc is None: return None
@@ -41,11 +41,13 @@ _workers: list[_Worker] = []
 def workers_wanted() -> int:
   return max(0, getenv("PROGRAM_WORKERS", (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) - 1))
 
-def build_all(jobs: list[tuple[str, Any]], table: Callable[[str], str], local: Callable[[str, Any], Any]) -> list[tuple[Any, bytes | None]]:
-  """(program, binary or None) for every (device, ast) job, in order: `local` builds one here, `table` names a device's
-  program table (what a worker's reply must have been built for)."""
+def build_all(jobs: list[tuple[str, Any]], table: Callable[[str], str], local: Callable[[str, Any], Any],
+              builder: str) -> list[tuple[Any, bytes | None]]:
+  """(program, binary or None) for every (device, ast) job, in order: `local` builds one here, `builder` names the
+  function a worker builds one with ("module:function", see serve), `table` names a device's program table (what a
+  worker's reply must have been built for)."""
   n = min(workers_wanted(), len(jobs) - 1) if len(jobs) >= MIN_JOBS else 0
-  while len(_workers) < n: _workers.append(_Worker())
+  while len(_workers) < n: _workers.append(_Worker(builder))
   out: list[tuple[Any, bytes | None] | None] = [None] * len(jobs)
   queue = collections.deque(range(len(jobs)))
   ctx = {k: v.value for k, v in ContextVar._cache.items()}
@@ -67,24 +69,19 @@ def build_all(jobs: list[tuple[str, Any]], table: Callable[[str], str], local: C
     for t in threads: t.join()
   return [x if x is not None else (local(*jobs[i]), None) for i, x in enumerate(out)]
 
-def serve() -> None:
-  """A worker's loop: read a job from stdin, build its program and binary, write the reply to stdout."""
-  import dataclasses
-  from tinycore.backend import CompileError
-  from tinycore.device import Device
+def serve(builder: str) -> None:
+  """A worker's loop: read a job from stdin, build it with `builder` ("module:function" of (device, ast) -> (table,
+  program, binary or None)), write the reply to stdout."""
   from tinycore.helpers import Context
-  from tinycore.engine.realize import get_program_for, program_table
+  mod, _, fn = builder.partition(":")
+  build = getattr(importlib.import_module(mod), fn)
   inp, out = sys.stdin.buffer, sys.stdout.buffer
   sys.stdout = sys.stderr  # stdout carries the replies: what the code generator prints goes to stderr
   while True:
     try: device, ast, ctx = pickle.load(inp)
     except EOFError: return
     try:
-      with Context(**{k: v for k, v in ctx.items() if k in ContextVar._cache}):
-        p = get_program_for(device, ast)
-        try: lib: bytes | None = Device[device].compiler.compile_cached(p.src)
-        except CompileError: lib = None  # built again here, where the error is reported with the kernel's source
-        reply: tuple = (program_table(device), dataclasses.replace(p, uops=[], ast=None), lib, None)
+      with Context(**{k: v for k, v in ctx.items() if k in ContextVar._cache}): reply: tuple = (*build(device, ast), None)
     except Exception as e: reply = (None, None, None, f"{type(e).__name__}: {e}")
     pickle.dump(reply, out)
     out.flush()

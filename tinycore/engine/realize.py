@@ -4,7 +4,7 @@ Runners are cached in memory by (device, AST); compiled binaries are cached on d
 Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s. A schedule over several
 devices (a sharded tensor's) runs each device's items on that device's queue (engine/queues.py states the order kept)."""
 from __future__ import annotations
-import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
+import concurrent.futures, dataclasses, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any, Callable
 from tinycore.backend import CompileError
 from tinycore.device import Buffer, Device
@@ -115,6 +115,14 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
       "applied_opts": p.applied_opts, "estimates_ops": p.estimates_ops, "display_name": p.display_name}))
   return p
 
+def build_program(device: str, ast: UOp) -> tuple[str, ProgramSpec, bytes | None]:
+  """What a program worker (engine/programpool.py) builds: the program table, the program without its uops, its binary
+  (None where the compiler fails: the error is reported where the runner is made, with the kernel's source)."""
+  p = get_program_for(device, ast)
+  try: lib: bytes | None = Device[device].compiler.compile_cached(p.src)
+  except CompileError: lib = None
+  return program_table(device), dataclasses.replace(p, uops=[], ast=None), lib
+
 def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec | None = None) -> CompiledRunner:
   key = (device, ast, BEAM.value, NOOPT.value)
   if (r := method_cache.get(key)) is not None: return r
@@ -141,7 +149,7 @@ def prepare_runners(schedule: list[ScheduleItem]) -> None:
   cached = [cached_program(dev, ast) for dev, ast in todo.values()]
   if (missing := [i for i, p in enumerate(cached) if p is None]):
     jobs = [list(todo.values())[i] for i in missing]
-    built = dict(zip(missing, programpool.build_all(jobs, program_table, get_program_for)))
+    built = dict(zip(missing, programpool.build_all(jobs, program_table, get_program_for, "tinycore.engine.realize:build_program")))
   progs = [(dev, ast, p if p is not None else built[i][0]) for i, ((dev, ast), p) in enumerate(zip(todo.values(), cached))]
   if _compile_pool is None: _compile_pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
   def build(i: int) -> bytes | None:
