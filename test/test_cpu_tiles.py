@@ -69,3 +69,82 @@ def test_channels_last_conv_forward_and_backward():
   np.testing.assert_allclose(out.numpy(), ot.detach().numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def _conv_kernels(r, n, cin, cout, hw):
+  """The kernels of a conv's forward and backward (no padding: the input gradient is a fold of overlapping windows)."""
+  x, w = Tensor.empty(n, cin, hw, hw, requires_grad=True), Tensor.empty(cout, cin, 3, 3, requires_grad=True)
+  x.conv2d(w).sum().backward()
+  sched = Tensor.schedule(x.grad, w.grad)
+  return [hand_coded_optimizations(Kernel(si.ast, r)) for si in sched if si.ast.op is Ops.SINK]
+
+def test_odd_image_conv_vectorizes_over_output_channels():
+  # an 11x11 output has no vector width in its columns: the vectors go along the output channels (channels-last weight)
+  from tinycore.codegen.lowerer import pick_vector_dim
+  r = _cpu_renderer()
+  # (the digits CNN's second conv: 32 -> 64 channels of a pooled 13x13 image, batch 128, with its bias and relu)
+  x, w, b = Tensor.empty(128, 32, 13, 13), Tensor.empty(4 * max(r.vector_widths), 32, 3, 3), Tensor.empty(4 * max(r.vector_widths))
+  si = [s for s in x.conv2d(w, b).relu().schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  vd = pick_vector_dim(k)
+  assert vd is not None and vd[1] == max(r.vector_widths), (k.applied_opts, k.full_shape, k.kinds)
+  assert k.st_for(si.ast.src[0].src[1]).real_strides()[vd[0]] == 11 * 11, "the lanes are output channels, not images of the batch"
+
+def test_short_dims_expanded_where_no_vector_fits():
+  # a fold kernel of a 13x13 conv input gradient: its 13 columns and 3-tap window are expanded (the / and % of its index fold away)
+  r = _cpu_renderer()
+  ks = _conv_kernels(r, 4, 8, 2 * max(r.vector_widths), 13)
+  assert all(k.dims("U") or k.dims("u") for k in ks if k.reduceop is not None), [(k.full_shape, k.kinds) for k in ks]
+
+@pytest.mark.parametrize("hw", [11, 13])
+def test_odd_image_conv_forward_and_backward(hw):
+  r = _cpu_renderer()
+  torch = pytest.importorskip("torch")
+  cout = 2 * max(r.vector_widths)
+  rng = np.random.default_rng(2)
+  xn, wn = rng.standard_normal((3, 5, hw, hw)).astype(np.float32), rng.standard_normal((cout, 5, 3, 3)).astype(np.float32)
+  gn = rng.standard_normal((3, cout, hw - 2, hw - 2)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  out = x.conv2d(w)
+  (out * Tensor(gn)).sum().backward()
+  xt, wt = torch.tensor(xn, dtype=torch.float64, requires_grad=True), torch.tensor(wn, dtype=torch.float64, requires_grad=True)
+  ot = torch.nn.functional.conv2d(xt, wt)
+  (ot * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), ot.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_panel_rule_pads_a_width_with_no_vector_factor():
+  assert matmul_panel(cpu(), 256, 50257, 4) == 32 and matmul_panel(cpu((8, 4)), 64, 1009, 4) == 16, "padded panels, whatever the size"
+  assert matmul_panel(cpu(), 256, 10, 4) == 0, "narrower than one panel: read as it is"
+  assert matmul_panel(cpu(), 64, 1000, 4) == 0, "1000 = 125 x 8: a vector width fits, small enough for the cache"
+
+@pytest.mark.parametrize("n", [1009, 50257])
+def test_odd_width_matmul_vectorizes(n):
+  # a width with no vector factor (a GPT-2 vocabulary) is repacked into zero-padded panels: its matmul kernel has vectors
+  from tinycore.codegen.lowerer import pick_vector_dim
+  r = _cpu_renderer()
+  kernels = [hand_coded_optimizations(Kernel(si.ast, r)) for si in (Tensor.empty(32, 64) @ Tensor.empty(64, n)).schedule()
+             if si.ast.op is Ops.SINK and si.ast.src[0].src[2].op is Ops.REDUCE_AXIS]
+  for k in kernels:
+    vd = pick_vector_dim(k)
+    assert vd is not None and k.st_for(k.ast.src[0].src[1]).real_strides()[vd[0]] == 1, ("vector stores along n", k.full_shape, k.applied_opts)
+  assert kernels
+
+def test_odd_width_matmul_forward_and_backward():
+  _cpu_renderer()
+  rng = np.random.default_rng(3)
+  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((24, 40), (40, 1009), (24, 1009)))
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  out = x @ w
+  (out * Tensor(gn)).sum().backward()
+  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
+  np.testing.assert_allclose(out.numpy(), x64 @ w64, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
+
+def test_transposed_odd_width_matmul_takes_four_rows():
+  # x @ E.T with E (50257-like, k): the odd dim takes no rows, the other dim takes 4 (the 2x2 tile's accumulators)
+  r = _cpu_renderer()
+  si = [s for s in (Tensor.empty(64, 256) @ Tensor.empty(1009, 256).T).schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  assert prod(k.full_shape[d] for d in k.dims("U")) == 4 and 1009 in k.full_shape, (k.full_shape, k.kinds, k.applied_opts)

@@ -91,3 +91,44 @@ def test_graph_pictures(tmp_path):
   assert r.returncode == 0, r.stderr
   assert (tmp_path / "net.dot").exists() and any(p.name.startswith("net.uops.") for p in tmp_path.iterdir())
   assert "digraph" in (tmp_path / "net.dot").read_text()
+
+POOL_PROG = textwrap.dedent("""
+  import numpy as np
+  from tinycore import Tensor
+  from tinycore.engine import programpool
+  replies = []
+  orig = programpool._Worker.build
+  def spy(self, job): r = orig(self, job); replies.append(r is not None and r[3] is None); return r
+  programpool._Worker.build = spy
+  x = np.random.default_rng(0).standard_normal((24, 40)).astype(np.float32)
+  t = Tensor(x)
+  outs = [(t + 1).sum(0), (t * 2).max(1), t.exp(), t @ t.T, (t - 3).relu().sum(1)]
+  Tensor.realize(*outs)
+  x64 = x.astype(np.float64)
+  refs = [(x64 + 1).sum(0), (x64 * 2).max(1), np.exp(x64), x64 @ x64.T, np.maximum(x64 - 3, 0).sum(1)]
+  print("close", all(np.allclose(o.numpy(), r, rtol=1e-4, atol=1e-4) for o, r in zip(outs, refs)))
+  print("worker replies", sum(replies))
+  """)
+
+def test_cold_schedule_built_in_worker_processes(tmp_path):
+  # the programs a cold schedule lacks are built by worker processes as well as this one (engine/programpool.py)
+  out = run(POOL_PROG, TINYCORE_CACHE_DIR=tmp_path, PROGRAM_WORKERS=1)
+  assert out.returncode == 0, out.stderr
+  assert "close True" in out.stdout and int(out.stdout.split("worker replies")[1]) >= 1, out.stdout
+  # without workers (and warm: nothing to build) the results are the same
+  for env in ({"PROGRAM_WORKERS": 0}, {}):
+    again = run(POOL_PROG, TINYCORE_CACHE_DIR=tmp_path, **env)
+    assert "close True" in again.stdout and int(again.stdout.split("worker replies")[1]) == 0, again.stdout + again.stderr
+
+def test_worker_reply_for_another_renderer_is_dropped(monkeypatch):
+  monkeypatch.setenv("PROGRAM_WORKERS", "1")
+  # a program a worker built for another program table (a renderer changed in this process) is built again here
+  from tinycore.engine import programpool
+  jobs = [("D", i) for i in range(6)]
+  class Fake:
+    def build(self, job): return ("other table", f"worker {job[1]}", b"lib", None)
+  old = programpool._workers[:]
+  programpool._workers[:] = [Fake()]
+  try: out = programpool.build_all(jobs, lambda dev: "this table", lambda dev, i: f"local {i}", "unused:builder")
+  finally: programpool._workers[:] = old
+  assert out == [(f"local {i}", None) for i in range(6)]

@@ -4,7 +4,9 @@ Devices with thread ids (GPUs) get groups of threads and a grouped reduce for bi
 (CLANG: global dims are loops, the outermost spread over the cores) get register tiles instead: the output dim that
 is contiguous in memory is upcast to a vector width (vector loads and stores), the output dim that an input
 broadcasts along is upcast too (one loaded value feeds several accumulators, as in the microkernel of a matmul), and
-a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop).
+a contiguous reduce is unrolled by a vector width (vector accumulators, combined after the loop). An image width with no
+vector width in it (a conv's 11x11 output) takes its vectors along channels-last output channels instead; a kernel that
+gets no vector dim at all has its short dims expanded whole (a fold's index / and % become constants).
 
 A symbolic dim (a batch size Variable) is never split: only the integer dims are optimized. A kernel with many loads
 gets fewer lanes (LANE_LOADS_MAX bounds lanes times loads): its code is already big, and lowering cost grows with both."""
@@ -21,6 +23,8 @@ from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 LANE_LOADS_MAX = 4096
 # rows of a register tile, the most first (the register file decides how many fit; 7 and 14 tile the 56 and 28 of ResNet)
 ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
+# an output dim this short, without a vector width in it (a pooled 13x13 image's rows), is expanded whole where no vector dim is found
+SHORT_DIM = 16
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -100,8 +104,8 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # where that takes no two full vectors (a conv's 56 columns: 8 of AVX-512's 16 lanes, 7 AVX2 vectors), two along an output
   # dim that one input is contiguous along and another broadcast along (the output channels of a conv whose weight is
   # stored channels-last, see conv_weight_channels_last); the stores, once per long reduce, go lane by lane
-  if k.reduceop is not None and lane is not None and lane_w is not None and (lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
-     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r")), int) and nred >= 64:
+  if k.reduceop is not None and lane is not None and (lane_w is None or lane_w < widths[0] or not fits(lane, 2 * lane_w)) and \
+     isinstance(nred := prod(k.full_shape[d] for d in k.dims("r") + k.dims("u")), int) and nred >= 64:
     wide = [d for d in k.dims("g") if fits(d, 2 * widths[0]) and set(strides(d, loads)) == {0, 1}]
     if wide: lane, lane_w = wide[-1], widths[0]
   if k.reduceop is None:
@@ -118,20 +122,15 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # accumulators and one step's loaded vectors fit in it (measured on AVX2 and AVX-512, a ResNet conv: 7 rows x 2
     # vectors, its 3x3 window unrolled, beats every smaller tile; the compiler streams the window's loads)
     upcast(lane, lane_w)
-    vecs = 1
-    # a second vector along the lane dim where it is long enough
-    if lane in k.dims("g") and fits(lane, 2) and upcast(lane, 2): vecs = 2
+    # a second vector along the lane dim where it is long enough, unless it leaves fewer accumulators: beside two vectors
+    # LANE_LOADS_MAX may refuse the rows (a 7x7 ResNet conv: 7 rows x 1 vector beat 1 row x 2 vectors, 1.6x)
+    one, two = k.copy(), k.copy()
+    nrows1 = _row_tile(one, 1)[1]
+    vecs = 2 if lane in two.dims("g") and fits(lane, 2) and _try(two, Opt(OptOps.UPCAST, two.dims("g").index(lane), 2)) and \
+      2 * _row_tile(two, 2)[1] >= nrows1 else 1
+    if vecs == 2: upcast(lane, 2)
+    rows, nrows = _row_tile(k, vecs)
     regs = k.renderer.vector_registers
-    vviews = _vec_views(k)
-    cands = [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]
-    rows, nrows = None, 1
-    if cands:
-      # rows: the longest such dim (batch dims of a conv are short; its output channels are long)
-      d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
-      for amt in ROW_TILES:
-        if amt * vecs + vecs <= regs and fits(d, amt) and upcast(d, amt):
-          rows, nrows = (d if d in k.dims("g") else None), amt
-          break
     red = k.dims("r")
     if red and not k.dims("u"):
       for amt in (4, 2):
@@ -143,17 +142,21 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       for amt in (16, 8):
         if isinstance(rest, int) and rest >= 16 and fits(rows, amt) and k.full_shape[rows] >= 2 * amt and _try(k, Opt(OptOps.TILE, 0, amt)): break
     return k
-  if red and any(s == 1 for s in strides(red[-1], loads)):
+  if red and any(s == 1 for s in strides(red[-1], loads)) and all(s in (0, 1) for s in strides(red[-1], loads)):
     # a reduce along contiguous memory (sum, softmax, A @ B.T): vector accumulators combined after the loop; output
-    # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators
+    # dims that an input broadcasts along are upcast a little so each loaded vector feeds several accumulators. Not where
+    # another input is strided along the reduce (a conv input gradient's output gradient): gathered lanes inside the
+    # loop, 20x slower on AVX2 than the tile below
     d = red[-1]
     w = next((w for w in widths if fits(d, w)), None)
     # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
     # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
     if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
       # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
-      for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]:
-        if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16: upcast(g, 2)
+      tiled = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
+               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16 and upcast(g, 2)]
+      # one dim only (the other odd, a 50257-word vocabulary): 4 rows of it, the same 4 accumulators (2x there on one AVX-512 core)
+      if len(tiled) == 1 and fits(tiled[0], 2) and k.full_shape[tiled[0]] >= 16: upcast(tiled[0], 2)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
       return k
@@ -177,20 +180,40 @@ def cpu_optimizations(k: Kernel) -> Kernel:
           if amt is not None and upcast(d, amt): accs *= amt
           if accs >= 8: break
         return k
-  if red:
+  # no vector dim: short dims expanded whole, their index arithmetic (a fold's or a pool's / and %) becomes constants
+  for d in reversed(k.dims("r")):
+    if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4: unroll(d, 0)
+  if (g := k.dims("g")) and isinstance(k.full_shape[g[-1]], int) and k.full_shape[g[-1]] <= SHORT_DIM: upcast(g[-1], 0)
+  if (red := k.dims("r")) and not k.dims("u"):
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def _row_tile(k: Kernel, vecs: int) -> tuple[int | None, int]:
+  """The rows of a register tile beside `vecs` vectors, applied to k: the longest output dim that every vector-loaded
+  input is broadcast along (one vector load feeds every row; a conv's batch is short, its output channels long), upcast by
+  the most rows whose accumulators fit in the registers with one step's vectors. (dim or None, rows)."""
+  vviews = _vec_views(k)
+  if not (cands := [d for d in k.dims("g") if vviews and all(k.st_for(v).real_strides()[d] == 0 for v in vviews)]): return None, 1
+  d = max(cands, key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 0, d))
+  for amt in ROW_TILES:
+    if amt * vecs + vecs <= k.renderer.vector_registers and isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0 and \
+       _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), amt)):
+      return (d if d in k.dims("g") else None), amt
+  return None, 1
 
 def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
   """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
   not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
   cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
   cache set. Repacked as (n/w, k, w) for the register tile's width w (two vectors), a panel streams contiguously; the
-  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core)."""
+  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core). A width n with no
+  vector width in it (a GPT-2 vocabulary's 50257 = 29 x 1733) is repacked whatever its size, into panels zero-padded
+  to whole ones: unpacked, its columns take no vector dim at all (the caller cuts the padded columns off)."""
   w = 2 * max(r.vector_widths)
-  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int): return 0
-  return w if n % w == 0 and n > w and k * n * itemsize > r.cache_bytes else 0
+  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int) or n <= w: return 0
+  if all(n % v for v in r.vector_widths if v > 1): return w
+  return w if n % w == 0 and k * n * itemsize > r.cache_bytes else 0
 
 def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
   """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels

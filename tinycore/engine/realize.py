@@ -4,7 +4,7 @@ Runners are cached in memory by (device, AST); compiled binaries are cached on d
 Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s. A schedule over several
 devices (a sharded tensor's) runs each device's items on that device's queue (engine/queues.py states the order kept)."""
 from __future__ import annotations
-import concurrent.futures, functools, hashlib, inspect, os, pathlib, pickle, time
+import concurrent.futures, dataclasses, functools, hashlib, inspect, os, pathlib, pickle, time
 from typing import Any, Callable
 from tinycore.backend import CompileError
 from tinycore.device import Buffer, Device
@@ -16,6 +16,7 @@ from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
 from tinycore.engine.queues import run_on_queues
+from tinycore.engine import programpool
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
@@ -88,6 +89,20 @@ def _program_table(device: str, renderer: Any) -> str:
           f"{hashlib.sha256((repr(renderer) + str(getattr(renderer, 'cachekey', ''))).encode()).hexdigest()[:16]}:"
           f"beam{BEAM.value}:noopt{NOOPT.value}")
 
+def program_table(device: str) -> str:
+  """The disk-cache table of a device's programs (its renderer's settings, the code generator's version, the opt mode)."""
+  return _program_table(device, Device[device].renderer)
+
+def cached_program(device: str, ast: UOp) -> ProgramSpec | None:
+  """The program for an AST from the disk cache, or None."""
+  # (VIZ notes how every program is built)
+  if DEBUG >= 3 or GRAPHUOPS or VIZ or (hit := diskcache_get(program_table(device), _ast_key(ast))) is None: return None
+  try:
+    d = pickle.loads(hit)
+    return ProgramSpec(d["name"], d["src"], device, [], d["global_size"], d["local_size"], d["vars"], d["applied_opts"],
+                       d["estimates_ops"], d["display_name"], ast)
+  except Exception: return None  # an entry from another version: build it again
+
 def get_program_for(device: str, ast: UOp) -> ProgramSpec:
   """The program for an AST: from the disk cache, else by optimizing, lowering and rendering the kernel."""
   dev = Device[device]
@@ -95,15 +110,7 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
   if (bad := used - set(dev.renderer.supported_dtypes()) - {dtypes.void}):
     raise TypeError(f"{device} does not support {', '.join(map(str, sorted(bad)))}: its renderer declares "
                        f"{', '.join(map(str, dev.renderer.supported_dtypes()))}")
-  cacheable = DEBUG < 3 and not GRAPHUOPS and not VIZ  # (VIZ notes how the program is built)
-  if cacheable:
-    table, key = _program_table(device, dev.renderer), _ast_key(ast)
-    if (hit := diskcache_get(table, key)) is not None:
-      try:
-        d = pickle.loads(hit)
-        return ProgramSpec(d["name"], d["src"], device, [], d["global_size"], d["local_size"], d["vars"], d["applied_opts"],
-                           d["estimates_ops"], d["display_name"], ast)
-      except Exception: pass  # an entry from another version: build it again
+  if (p := cached_program(device, ast)) is not None: return p
   if VIZ: vizrecord.kernel(ast, device)
   k = get_kernel(ast, dev.renderer)
   if VIZ: vizrecord.optimized(k)
@@ -112,11 +119,19 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
     print(f"applied opts: {k.applied_opts}")
   p = get_program(k, device)
   if VIZ: vizrecord.programmed(p)
-  if cacheable:
-    diskcache_put(table, key, pickle.dumps({"name": p.name, "src": p.src, "global_size": p.global_size, "local_size": p.local_size,
-                                            "vars": p.vars, "applied_opts": p.applied_opts, "estimates_ops": p.estimates_ops,
-                                            "display_name": p.display_name}))
+  if DEBUG < 3 and not GRAPHUOPS and not VIZ:
+    diskcache_put(program_table(device), _ast_key(ast), pickle.dumps({
+      "name": p.name, "src": p.src, "global_size": p.global_size, "local_size": p.local_size, "vars": p.vars,
+      "applied_opts": p.applied_opts, "estimates_ops": p.estimates_ops, "display_name": p.display_name}))
   return p
+
+def build_program(device: str, ast: UOp) -> tuple[str, ProgramSpec, bytes | None]:
+  """What a program worker (engine/programpool.py) builds: the program table, the program without its uops, its binary
+  (None where the compiler fails: the error is reported where the runner is made, with the kernel's source)."""
+  p = get_program_for(device, ast)
+  try: lib: bytes | None = Device[device].compiler.compile_cached(p.src)
+  except CompileError: lib = None
+  return program_table(device), dataclasses.replace(p, uops=[], ast=None), lib
 
 def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec | None = None) -> CompiledRunner:
   key = (device, ast, BEAM.value, NOOPT.value)
@@ -129,8 +144,9 @@ def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec |
 _compile_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 def prepare_runners(schedule: list[ScheduleItem]) -> None:
-  """Build the runners a schedule still lacks: programs one by one (Python), their compiles in parallel (the
-  compilers are processes of their own), so a cold start pays for the slowest compiles side by side."""
+  """Build the runners a schedule still lacks: the programs missing from the disk cache in worker processes besides
+  this one (engine/programpool.py), the compiles of the others in parallel threads (the compilers are processes of
+  their own or release the GIL), so a cold start pays for the slowest kernels side by side."""
   global _compile_pool
   if len(schedule) < 2: return
   todo: dict[tuple, tuple[str, UOp]] = {}
@@ -139,12 +155,20 @@ def prepare_runners(schedule: list[ScheduleItem]) -> None:
       key = (si.bufs[0].device, si.ast, BEAM.value, NOOPT.value)
       if key not in method_cache and key not in todo: todo[key] = (si.bufs[0].device, si.ast)
   if len(todo) < 2: return
-  progs = [(dev, ast, get_program_for(dev, ast)) for dev, ast in todo.values()]
+  built: dict[int, tuple[ProgramSpec, bytes | None]] = {}
+  cached = [cached_program(dev, ast) for dev, ast in todo.values()]
+  if (missing := [i for i, p in enumerate(cached) if p is None]):
+    jobs = [list(todo.values())[i] for i in missing]
+    # (VIZ and PROFILE note each build in this process: no workers then)
+    built = dict(zip(missing, programpool.build_all(jobs, program_table, get_program_for, "tinycore.engine.realize:build_program",
+                                                    workers=0 if VIZ or PROFILE.value else None)))
+  progs = [(dev, ast, p if p is not None else built[i][0]) for i, ((dev, ast), p) in enumerate(zip(todo.values(), cached))]
   if _compile_pool is None: _compile_pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
-  def build(x: tuple) -> bytes | None:
-    try: return compile_program(x[2])
+  def build(i: int) -> bytes | None:
+    if i in built and built[i][1] is not None: return built[i][1]
+    try: return compile_program(progs[i][2])
     except CompileError: return None  # get_runner compiles it again and reports the error with the kernel's source
-  for (dev, ast, p), lib in zip(progs, _compile_pool.map(build, progs)): get_runner(dev, ast, lib, p)
+  for (dev, ast, p), lib in zip(progs, _compile_pool.map(build, range(len(progs)))): get_runner(dev, ast, lib, p)
 
 def lower_item(si: ScheduleItem) -> Runner | None:
   if si.ast.op is Ops.SINK: return get_runner(si.bufs[0].device, si.ast)

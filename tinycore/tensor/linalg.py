@@ -34,10 +34,13 @@ class LinalgMixin:
     out_dt = least_upper_dtype(x.dtype, w.dtype)
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
   def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
-    """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce."""
-    (k, n), lead = w.shape, self.shape[:-1]
-    wp = w.reshape(k, n // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
-    out = (self.reshape(*lead, 1, 1, k) * wp).sum(-1, dtype=dtype).reshape(*lead, n)
+    """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce (w zero-padded
+    to whole panels, and the product's padded columns cut off, where p does not divide n)."""
+    (k, n), lead, npad = w.shape, self.shape[:-1], -(-w.shape[1] // p) * p
+    if npad != n: w = w.pad(((0, 0), (0, npad - n)))
+    wp = w.reshape(k, npad // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
+    out = (self.reshape(*lead, 1, 1, k) * wp).sum(-1, dtype=dtype).reshape(*lead, npad)
+    if npad != n: out = out.contiguous()[..., :n]
     return out.cast(to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype))
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""

@@ -11,8 +11,9 @@ implies, read from the compiler's predefined macros for that march (`cc -march=X
 `VECTOR_WIDTHS=8,4` still overrides the widths alone. The CPU model and the march are part of the compile cache key: a
 `-march=native` binary from another CPU may hold instructions this one lacks."""
 from __future__ import annotations
-import functools, os, platform, subprocess
+import functools, os, subprocess
 from dataclasses import dataclass
+from tinycore.runtime.hostcpu import cpu_model, l2_bytes
 
 @dataclass(frozen=True)
 class CpuTarget:
@@ -39,35 +40,6 @@ def predefined_macros(cc: str, march: str) -> frozenset[str]:
   try: out = subprocess.run([cc, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True, check=True).stdout
   except (OSError, subprocess.CalledProcessError): return frozenset()
   return frozenset(ln.split()[1] for ln in out.splitlines() if ln.startswith("#define "))
-
-@functools.cache
-def cpu_model() -> str:
-  """The CPU's model name with its family/model/stepping numbers (Linux /proc/cpuinfo: virtual machines often name only
-  "Intel(R) Xeon(R) Processor"), or the platform's processor string."""
-  info: dict[str, str] = {}
-  try:
-    with open("/proc/cpuinfo") as f:
-      for ln in f:
-        if not ln.strip(): break  # the first CPU only
-        k, _, v = ln.partition(":")
-        info.setdefault(k.strip(), v.strip())
-  except OSError: pass
-  name = info.get("model name") or info.get("Hardware") or platform.processor() or platform.machine() or "unknown CPU"
-  ids = " ".join(f"{k.split()[-1]} {info[k]}" for k in ("cpu family", "model", "stepping", "CPU implementer", "CPU part") if info.get(k))
-  return f"{name} ({ids})" if ids else name
-
-@functools.cache
-def l2_bytes() -> int:
-  """One core's L2 cache in bytes (sysfs), else 1 MiB."""
-  try:
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    for idx in sorted(os.listdir(base)):
-      with open(f"{base}/{idx}/level") as f: level = f.read().strip()
-      if level == "2":
-        with open(f"{base}/{idx}/size") as f: size = f.read().strip()
-        return int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]] if size[-1] in "KM" else int(size)
-  except (OSError, ValueError, KeyError): pass
-  return 1 << 20
 
 def isa_level(macros: frozenset[str]) -> str:
   if "__AVX512F__" in macros: return "AVX-512"

@@ -29,6 +29,14 @@ def test_cache_key_names_llvm_and_target():
   key, (triple, cpu, _) = LLVMCompiler().cachekey, host()
   assert ".".join(map(str, llvm.llvm_version_info)) in key and triple in key and cpu in key
 
+def test_renderer_declares_registers_and_cache():
+  # the heuristic sizes register tiles and cache panels by these, as on CLANG: read from LLVM's view of the host CPU
+  from tinycore.runtime.hostcpu import cpu_model
+  from tinygrad_llvm.runtime import renderer
+  r, (triple, _, feats) = renderer("LLVM", 0), host()
+  assert r.vector_registers == (32 if "+avx512f" in feats.split(",") or triple.startswith(("aarch64", "arm64")) else 16)
+  assert r.cache_bytes >= 64 << 10 and cpu_model() in r.cachekey
+
 def run(uops: list[UOp], inputs: list[np.ndarray], out: np.ndarray, renderer: LLVMRenderer | None = None, vals: tuple = ()) -> tuple[np.ndarray, str]:
   src = (renderer or LLVMRenderer()).render("test_kernel", uops)
   prg, alloc = LLVMProgram("LLVM", "test_kernel", LLVMCompiler().compile(src)), LLVMAllocator()

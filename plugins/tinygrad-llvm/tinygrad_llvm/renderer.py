@@ -128,14 +128,15 @@ class LLVMRenderer(Renderer):
   vector_alu = frozenset(GroupOp.ALU - {Ops.IDIV, Ops.MOD})  # integer divisions get the core's guard lane by lane
   vector_dtypes = (dtypes.float32, dtypes.int32, dtypes.uint32)
   def __init__(self, device: str = "LLVM", vector_widths: tuple[int, ...] = (4,), threads: int = 1, chunks_per_core: int = 4,
-               min_work: int = 1 << 18, bfloat16: bool = False):
-    super().__init__(device=device, has_local=False, has_shared=False, vector_widths=vector_widths,
-                     dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 or bfloat16))
-    self.threads, self.chunks_per_core, self.min_work = threads, chunks_per_core, min_work
+               min_work: int = 1 << 18, bfloat16: bool = False, vector_registers: int = 16, cache_bytes: int = 0, cpu: str = ""):
+    super().__init__(device=device, has_local=False, has_shared=False, vector_widths=vector_widths, vector_registers=vector_registers,
+                     cache_bytes=cache_bytes, dtypes=tuple(d for d in dtypes.all if d != dtypes.bfloat16 or bfloat16))
+    self.threads, self.chunks_per_core, self.min_work, self.cpu = threads, chunks_per_core, min_work, cpu
   @property
   def cachekey(self) -> str:
     """What besides its fields changes what this renderer writes (rendered programs are cached on disk by it)."""
-    return f"threads={self.threads}:chunks={self.chunks_per_core}:minwork={self.min_work}"
+    # (the CPU model: a choice of opts, BEAM's too, is tuned to the CPU it was made on)
+    return f"threads={self.threads}:chunks={self.chunks_per_core}:minwork={self.min_work}:cpu={self.cpu}"
   def render(self, name: str, uops: list[UOp]) -> str:
     return IRWriter(name, uops, self).source()
 

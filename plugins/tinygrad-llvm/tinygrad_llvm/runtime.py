@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 from tinycore.backend import BufferSpec, CompileError, Compiler, LRUAllocator, Program
 from tinycore.helpers import DEBUG, getenv
 from tinycore.runtime.hostmemory import aligned_host_bytes
+from tinycore.runtime.hostcpu import cpu_model, l2_bytes
 from tinygrad_llvm.renderer import LLVMRenderer
 
 THREADS = max(1, getenv("THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
@@ -31,6 +32,11 @@ def vector_widths() -> tuple[int, ...]:
   """Float vector lengths worth emitting here: 16 (512-bit) with AVX-512, 8 (256-bit) with AVX, else 4 (SSE, NEON)."""
   feats = host()[2].split(",")
   return (16, 8, 4) if "+avx512f" in feats else (8, 4) if "+avx" in feats else (4,)
+
+def vector_registers() -> int:
+  """Architectural vector registers: 32 with AVX-512 (zmm0-31) and on arm64 (v0-31), else 16 (ymm/xmm0-15)."""
+  triple, _, feats = host()
+  return 32 if "+avx512f" in feats.split(",") or triple.startswith(("aarch64", "arm64")) else 16
 
 _local = threading.local()
 def target_machine() -> llvm.TargetMachine:
@@ -132,6 +138,7 @@ class LLVMProgram(Program):
 def allocator(device: str, idx: int) -> LLVMAllocator: return LLVMAllocator()
 def renderer(device: str, idx: int) -> LLVMRenderer:
   bf16 = any(f"+{f}" in host()[2].split(",") for f in ("avx512bf16", "avxneconvert"))  # see LLVMRenderer on bfloat16
-  return LLVMRenderer(device, vector_widths(), THREADS, getenv("CHUNKS_PER_CORE", 4), getenv("PARALLEL_MIN_WORK", 1 << 18), bf16)
+  return LLVMRenderer(device, vector_widths(), THREADS, getenv("CHUNKS_PER_CORE", 4), getenv("PARALLEL_MIN_WORK", 1 << 18), bf16,
+                      vector_registers(), l2_bytes(), cpu_model())
 def compiler(device: str, idx: int) -> LLVMCompiler: return LLVMCompiler()
 def program(device: str, idx: int) -> type[LLVMProgram]: return LLVMProgram
