@@ -378,7 +378,11 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
   inside = set(graph)
   after = set(assigns)  # graph ops that depend on an assign (the graph lists sources first)
   for b in graph:
-    if b not in after and any(s.base in after for s in b.srcs): after.add(b)
+    if b in after: continue
+    for s in b.srcs:  # (a loop, not any() over a generator: this runs over the whole graph of every optimizer step)
+      if (s._base or s) in after:
+        after.add(b)
+        break
   kept = {o.base for o in outs}  # values that this schedule writes into buffers of their own
   early: dict[LazyBuffer, None] = {}
   seen: set[LazyBuffer] = set()
