@@ -2,7 +2,8 @@
 """Issue 20's eager measures as same-process ratios of CPU time: tinycore and torch (one thread) side by side in one
 process, each step timed by the thread's CPU clock, medians. On a shared machine, wall times swing with the load (a
 torch step of 0.4 ms took 10 ms with nine runnable processes on two cores); a thread's CPU time counts only its own
-work, so the ratio stays comparable from run to run.
+work, so the ratio stays comparable from run to run. tinycore's CLANG kernels run on one thread too (THREADS=1: a
+kernel spread over a thread pool would spend CPU time that the calling thread's clock does not see).
 
     .venv/bin/python bench/eager_cpu.py                  # the eager MLP steps (sliced and gathered batch)
     .venv/bin/python bench/eager_cpu.py --gpt 1024 jit   # the small GPT step under TinyJit vs torch eager
@@ -13,6 +14,7 @@ kernels' bound launchers directly, past the clock: `DEBUG=2` prints each kernel'
 from __future__ import annotations
 import argparse, collections, os, statistics, sys, time
 from typing import Any, Callable
+os.environ["THREADS"] = "1"  # (read when the CLANG backend loads)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench  # noqa: E402
