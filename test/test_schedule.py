@@ -174,7 +174,7 @@ def test_adam_step_is_one_kernel_per_parameter(device):
   torch = pytest.importorskip("torch")
   from tinycore.nn.optim import Adam
   rng = np.random.default_rng(4)
-  wn, vn, xn = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32), rng.standard_normal((3, 6)).astype(np.float32)
+  wn, vn, xn = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (5,), (3, 6)))
   tw, tv = torch.tensor(wn, requires_grad=True), torch.tensor(vn, requires_grad=True)
   topt = torch.optim.Adam([tw, tv], lr=0.01)
   w, v, x = Tensor(wn), Tensor(vn), Tensor(xn)
