@@ -167,3 +167,49 @@ def test_kernel_size_is_bounded(device):
   sizes = [len(si.ast.toposort()) for si in x.schedule()]
   assert len(sizes) > 1 and max(sizes) <= KERNEL_OPS_MAX.value, f"kernel sizes {sizes}"
   np.testing.assert_allclose(x.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+def test_adam_step_is_one_kernel_per_parameter(device):
+  # the parameter's update reads its new moments element for element: one kernel stores all three (plus the two
+  # kernels of b1^t and b2^t, and the two of the bias corrections), and the result is torch's
+  torch = pytest.importorskip("torch")
+  from tinycore.nn.optim import Adam
+  rng = np.random.default_rng(4)
+  wn, vn, xn = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (5,), (3, 6)))
+  tw, tv = torch.tensor(wn, requires_grad=True), torch.tensor(vn, requires_grad=True)
+  topt = torch.optim.Adam([tw, tv], lr=0.01)
+  w, v, x = Tensor(wn), Tensor(vn), Tensor(xn)
+  opt = Adam([w, v], lr=0.01)
+  old, Tensor.training = Tensor.training, True
+  try:
+    for i in range(3):
+      opt.zero_grad()
+      ((x @ w + v).relu() ** 2).sum().backward()
+      ts = opt.schedule_step()
+      sched = [si for si in ts[0].schedule(*ts[1:]) if si.ast.op is Ops.SINK]
+      if i == 0:
+        three = [si for si in sched if len(si.outputs) == 3]
+        assert len(three) == 2 and all(len(si.outputs) == 1 for si in sched if si not in three)
+        written = {frozenset(id(b) for b in si.bufs[:3]) for si in three}
+        assert written == {frozenset(id(t.lazydata.buffer) for t in (p, opt.m[i], opt.v[i])) for i, p in enumerate((w, v))}
+      Tensor.realize(*ts)
+      topt.zero_grad()
+      ((torch.tensor(xn) @ tw + tv).relu() ** 2).sum().backward()
+      topt.step()
+      for a, b in ((w, tw), (v, tv), (opt.m[0], topt.state[tw]["exp_avg"]), (opt.v[1], topt.state[tv]["exp_avg_sq"])):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+  finally: Tensor.training = old
+
+def test_assigns_read_at_other_elements_stay_apart(device):
+  # b's value reads a's new value flipped: one kernel writing both would read elements of a it has not written yet
+  an, bn = np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
+  a, b = Tensor(an).realize(), Tensor(bn).realize()
+  a.assign(a * 2 + 1)
+  b.assign(b - a.flip(0))
+  c = Tensor(np.zeros(8, np.float32)).realize()
+  c.assign(c + a * b)  # reads both new values at its own element: may join them
+  Tensor.realize(a, b, c)
+  na = an * 2 + 1
+  nb = bn - na[::-1]
+  np.testing.assert_allclose(a.numpy(), na, rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), nb, rtol=1e-6)
+  np.testing.assert_allclose(c.numpy(), na * nb, rtol=1e-5, atol=1e-6)

@@ -284,7 +284,22 @@ def test_scatter_reduce(reduce, include_self, dev):
   idx = r.integers(0, 4, (6, 3))
   check(lambda a, s: a.scatter_reduce(0, Tensor(idx, device=dev), s, reduce, include_self=include_self),
         lambda a, s: a.scatter_reduce(0, torch.tensor(idx), s, reduce, include_self=include_self), [x, src], dev,
-        grad=reduce in ("sum", "mean", "prod"), atol=1e-5)
+        atol=1e-5)
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_extreme_ties(reduce, include_self, dev):
+  # negative and repeated indices, values tied with each other and with self: the gradient is split among the ties, as torch's
+  r = _rng(7)
+  x = r.integers(-2, 3, (5, 4)).astype(np.float32)
+  src = r.integers(-2, 3, (8, 4)).astype(np.float32)
+  idx = r.integers(-5, 5, (8, 4))
+  check(lambda a, s: a.scatter_reduce(0, Tensor(idx, device=dev), s, reduce, include_self=include_self),
+        lambda a, s: a.scatter_reduce(0, torch.tensor(idx % 5), s, reduce, include_self=include_self), [x, src], dev, atol=1e-6)
+  i2, xn, sn = r.integers(-4, 4, (5, 4)), x.astype(np.int32), src[:5].astype(np.int32)
+  xi = Tensor(xn, device=dev).scatter_reduce(1, Tensor(i2, device=dev), Tensor(sn, device=dev), reduce, include_self=include_self)
+  want = torch.tensor(xn).scatter_reduce(1, torch.tensor(i2 % 4), torch.tensor(sn), reduce, include_self=include_self)
+  np.testing.assert_array_equal(xi.numpy(), want.numpy())
 
 def test_masked_select(dev):
   x = _rng(6).standard_normal((3, 4)).astype(np.float32)

@@ -125,6 +125,14 @@ def test_max_unpool2d(cfg, dev):
   up = out.max_unpool2d(idx, **cfg, output_size=(6, 6))
   np.testing.assert_allclose(up.numpy(), tF.max_unpool2d(tout, tidx, **cfg, output_size=(6, 6)).numpy(), rtol=1e-6)
 
+def test_max_unpool2d_is_a_scatter(dev):
+  # O(input) writes into zeros, no one-hot over the output: an index past the output raises at the next sync
+  x = Tensor(rnd(1, 1, 2, 2), device=dev)
+  up = x.max_unpool2d(Tensor(np.array([[[[0, 3], [15, 16]]]], np.int32), device=dev), output_size=(4, 4))
+  with pytest.raises(IndexError): up.numpy()
+  from tinycore.ops import Ops
+  assert any(si.ast.src[0].op is Ops.SCATTER for si in x.max_unpool2d(Tensor(np.array([[[[0, 3], [14, 15]]]], np.int32), device=dev)).schedule())
+
 @pytest.mark.parametrize("size,mode,ac", [((5, 7), "linear", False), ((3, 2), "linear", False), ((5, 7), "linear", True), ((8, 3), "nearest", False),
                                           ((2, 5), "nearest", False), ((7, 9), "nearest-exact", False), ((1, 1), "linear", True)], ids=str)
 def test_interpolate(size, mode, ac, dev):

@@ -121,6 +121,7 @@ class Buffer:
       self.allocator.free(self._buf, nbytes, self.options)
     del self._buf
   def __del__(self) -> None:
+    if "_buf" not in self.__dict__: return  # never allocated (most lazy ops' buffers: their op fused into a kernel)
     try: self.deallocate()
     except Exception: pass  # interpreter shutdown
   def __repr__(self) -> str: return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}>"

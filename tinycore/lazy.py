@@ -40,14 +40,16 @@ def pending_readers(buf: Buffer) -> list[LazyBuffer]:
 # the enum members that the hot paths compare with, as module globals: `Ops.X` is a lookup through the enum's
 # metaclass (~0.1 us each, several per op made and per realize)
 BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
-_FORCED = (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.INDEX_CHECK)  # the ops whose result is always a buffer of its own
-_IN_PLACE = (Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK)  # the ops that write into the buffer of their first source
+# (frozensets: Ops hashes by identity in C, while `==` on an Ops goes through a Python-level slot lookup, because Ops
+# defines __lt__: a miss in a tuple of six cost ~3 us, a third of making a LazyBuffer)
+# the ops whose result is always a buffer of its own
+_FORCED = frozenset((Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.INDEX_CHECK))
+_IN_PLACE = frozenset((Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))  # the ops that write into the buffer of their first source
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
 @functools.lru_cache(maxsize=4096)
 def _const_st(shape: tuple[sint, ...]) -> ShapeTracker: return _from_shape(()).reshape((1,) * len(shape)).expand(shape)
-# (a tuple: membership tests identity first, where a set would hash the enum in Python)
-_COMPARISON = tuple(GroupOp.Comparison)
+_COMPARISON = frozenset(GroupOp.Comparison)
 
 # a float SUM over more elements than this is computed in stages (see LazyBuffer.reduce); 0 turns staging off
 REDUCE_SPLIT = ContextVar("REDUCE_SPLIT", 16384)
@@ -80,11 +82,11 @@ class LazyBuffer:
       # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
       # room of its largest value, and kernels write the part the bound values select
       self.op, self.arg, self.srcs = op, arg, srcs
-      self.buffer: Buffer = srcs[0].base.buffer if op in _IN_PLACE else \
-        Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
+      in_place = op in _IN_PLACE
+      self.buffer: Buffer = srcs[0].base.buffer if in_place else Buffer(device, sz if isinstance(sz := self.size, int) else int(sz.vmax), dtype)
       self.forced_realize = op in _FORCED
       ref = None  # one weak reference, in the readers of every source
-      for s in (srcs[1:] if op in _IN_PLACE else srcs):
+      for s in (srcs[1:] if in_place else srcs):
         if (sb := s._base or s).op is not CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 

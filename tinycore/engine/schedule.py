@@ -18,6 +18,10 @@ space onto its buffer. Fusion rules:
   view with the indexed axis's position replaced by the loaded index (wrapped, clamped into the buffer); a padded view
   is never pushed through a GATHER (a masked index would read entry 0, not 0). SCATTER and INDEX_CHECK write in place
   into the buffer of their first source (see tinycore.index_errors, codegen/indexed.py);
+- assigns that write tensors of one shape, without a reduce, where one's value reads another's result element for
+  element (Adam's parameter reading its new moments), are one kernel with a store per target (`_assign_groups`): each
+  element's new moments are computed once, in registers, and written with the parameter. Every read of a target in
+  that kernel is at the element it writes; where that fails, or the merged kernel would wait on itself, they stay apart;
 - a view that selects only padding is a zero: its buffer is no input of the kernel. The kernel's buffers (`bufs`,
   output first) are exactly the DEFINE_GLOBALs of its AST, numbered by position; the code generator declares every one
   of them as a parameter, so what a runner passes and what a kernel takes come from this one list.
@@ -67,6 +71,7 @@ class _KernelBuilder:
     # per op node: a bound on the nodes of its subtree (exact once it was counted), and the base that computes it
     self.size: dict[UOp, int] = {}
     self.owner: dict[UOp, LazyBuffer] = {}
+    self.inline: dict[LazyBuffer, ShapeTracker] = {}  # a group's assigns (see _group_ast): read at their own view, their value
 
   def load(self, base: LazyBuffer, st: ShapeTracker) -> UOp:
     # a view that selects no element (padding only) reads nothing: a zero, and the buffer is no argument of the kernel
@@ -91,7 +96,10 @@ class _KernelBuilder:
     return self.memo[key]
 
   def _build(self, base: LazyBuffer, st: ShapeTracker, root: bool) -> UOp:
-    if not root and (base.op is Ops.BUFFER or base in self.realizes): return self.load(base, st)
+    if not root and (base.op is Ops.BUFFER or base in self.realizes):
+      if self.inline.get(base) != st: return self.load(base, st)
+      if (key := (base, st, True)) not in self.memo: self.memo[key] = self._build(base, st, True)
+      return self.memo[key]
     if base.op is Ops.CONST:
       if not root and _lifted(base): return self.load(base, st)
       return UOp(Ops.CONST, base.dtype, (UOp(Ops.VIEW, arg=st),), base.arg)
@@ -204,6 +212,47 @@ def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[B
     raise _Refuse(out.srcs[-1].base)
   store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), out_view, value))
   return UOp(Ops.SINK, dtypes.void, (store,)), kb.bufs, kb.inputs
+
+class _Ungroup(Exception):
+  """A group of assigns that cannot be one kernel (a target read at another element than the one written)."""
+
+def _group_ast(members: list[LazyBuffer], realizes: set[LazyBuffer]) -> tuple[UOp, list[Buffer], list[LazyBuffer]]:
+  """One kernel storing every member's value into its target: a member read by another at its own element is its value
+  (computed once), not a load of its buffer."""
+  kb = _KernelBuilder(members[0], realizes)
+  kb.bufs = [m.buffer for m in members]
+  st = ShapeTracker.from_shape(members[0].shape)
+  kb.inline = {m: st for m in members}
+  values = [kb.build(m, st, root=True) for m in members]
+  if any(u.op is Ops.LOAD and u.src[0].arg < len(members) and u.src[1].arg != st for v in values for u in v.toposort()): raise _Ungroup
+  out_view = UOp(Ops.VIEW, arg=st)
+  stores = tuple(UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, m.dtype.ptr(), arg=j), out_view, v))
+                 for j, (m, v) in enumerate(zip(members, values)))
+  return UOp(Ops.SINK, dtypes.void, stores), kb.bufs, [x for x in kb.inputs if x not in kb.inline]
+
+def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> list[list[LazyBuffer]]:
+  """The assigns (to distinct buffers, of one shape and device, without a reduce) whose kernels read one another's
+  results, joined into groups of two or more (graph order), each to become one kernel (see _group_ast)."""
+  cands = [b for b in graph if b.op is ASSIGN and b in realizes and b.srcs[-1].base is not b.srcs[0].base and
+           _reduce_below(b.srcs[-1], realizes, set(), b) is None and b.srcs[-1].base.op is not Ops.GATHER]
+  if len(cands) < 2: return []
+  if len({id(b.buffer) for b in cands}) != len(cands): return []  # two assigns into one buffer: kept apart
+  parent = {b: b for b in cands}
+  def find(b: LazyBuffer) -> LazyBuffer:
+    while parent[b] is not b: b = parent[b]
+    return b
+  for b in cands:
+    seen: set[LazyBuffer] = set()
+    todo = [b.srcs[-1].base]
+    while todo:
+      if (x := todo.pop()) in seen: continue
+      seen.add(x)
+      if x in parent:
+        if x.shape == b.shape and x.device == b.device: parent[find(x)] = find(b)
+      elif x.op is not BUFFER and x not in realizes and x.op in GroupOp.Elementwise: todo += [s.base for s in x.srcs]
+  groups: dict[LazyBuffer, list[LazyBuffer]] = {}
+  for b in cands: groups.setdefault(find(b), []).append(b)
+  return [g for g in groups.values() if len(g) > 1]
 
 def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   """Unrealized bases reachable from outs, sources before users."""
@@ -329,7 +378,11 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
   inside = set(graph)
   after = set(assigns)  # graph ops that depend on an assign (the graph lists sources first)
   for b in graph:
-    if b not in after and any(s.base in after for s in b.srcs): after.add(b)
+    if b in after: continue
+    for s in b.srcs:  # (a loop, not any() over a generator: this runs over the whole graph of every optimizer step)
+      if (s._base or s) in after:
+        after.add(b)
+        break
   kept = {o.base for o in outs}  # values that this schedule writes into buffers of their own
   early: dict[LazyBuffer, None] = {}
   seen: set[LazyBuffer] = set()
@@ -345,7 +398,7 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
       else: todo += readers
   return [r for r in early if r.op is not BUFFER]
 
-def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
+def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[ScheduleItem]:
   graph = _graph(outs)
   realizes: set[LazyBuffer] = {o.base for o in outs if o.base.op is not Ops.BUFFER}
   realizes |= {b for b in graph if b.forced_realize}
@@ -367,25 +420,32 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     realizes |= {b for b in multi if not any(c in multi for c in children[b])}
   # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again
   while True:
-    try: kernels = {b: _kernel_ast(b, realizes) for b in graph if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY)}
+    try:
+      # a group's kernel is keyed by its first member; the others are its outputs too
+      groups = {g[0]: g for g in _assign_groups(graph, realizes)} if grouped else {}
+      kernels = {b: _group_ast(groups[b], realizes) if b in groups else _kernel_ast(b, realizes) for b in graph
+                 if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY) and (b in groups or not any(b in g for g in groups.values()))}
     except _Refuse as r:
       realizes.add(r.base)
       continue
+    except _Ungroup: return _create_schedule(outs, False)
     break
   items: dict[LazyBuffer, ScheduleItem] = {}
   for b in graph:
     if b not in realizes: continue
     if b.op is Ops.COPY: items[b] = ScheduleItem(UOp(Ops.COPY, arg=b.srcs[0].device), (b.buffer, b.srcs[0].base.buffer), (b,), (b.srcs[0].base,))
     elif b.op is Ops.EMPTY: items[b] = ScheduleItem(UOp(Ops.EMPTY), (b.buffer,), (b,))
-    else: items[b] = ScheduleItem(kernels[b][0], tuple(kernels[b][1]), (b,), tuple(kernels[b][2]))
+    elif b in kernels: items[b] = ScheduleItem(kernels[b][0], tuple(kernels[b][1]), tuple(groups.get(b, (b,))), tuple(kernels[b][2]))
+  item_of = {x: b for b, it in items.items() for x in it.outputs}
   # dependencies: a kernel runs after the kernels that compute what it reads; an ASSIGN runs after every kernel
   # that reads the value it overwrites
-  deps: dict[LazyBuffer, set[LazyBuffer]] = {b: {x for x in it.inputs if x in items and x is not b} for b, it in items.items()}
-  for b in items:
-    if b.op is Ops.ASSIGN:
+  deps: dict[LazyBuffer, set[LazyBuffer]] = {b: {item_of[x] for x in it.inputs if x in item_of and item_of[x] is not b} for b, it in items.items()}
+  for b, it in items.items():
+    for a in it.outputs:
+      if a.op is not Ops.ASSIGN: continue
       # every kernel reading the old value: through the target, or through any realized base sharing its buffer
-      target = b.srcs[0].base
-      old = {x for o, oit in items.items() for x in oit.inputs if x is target or (x.op is Ops.BUFFER and x.buffer is b.buffer)}
+      target = a.srcs[0].base
+      old = {x for o, oit in items.items() for x in oit.inputs if x is target or (x.op is Ops.BUFFER and x.buffer is a.buffer)}
       deps[b] |= {o for o, oit in items.items() if o is not b and not old.isdisjoint(oit.inputs)}
   order: list[LazyBuffer] = []
   state: dict[LazyBuffer, int] = {}
@@ -402,8 +462,13 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     path.pop()
     state[b] = 2
     order.append(b)
-  for b in graph:
-    if b in items: visit(b)
+  try:
+    for b in graph:
+      if b in items: visit(b)
+  except _AssignCycle:
+    if not groups: raise
+    visit = None  # type: ignore[assignment]
+    return _create_schedule(outs, False)  # a group's kernel would wait on itself: its assigns stay apart
   # visit refers to itself through its closure: without this the cycle would keep the whole graph (and the buffers of
   # every intermediate) alive until the garbage collector runs
   visit = None  # type: ignore[assignment]

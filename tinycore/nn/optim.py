@@ -9,6 +9,7 @@ import math
 from typing import Any, Callable
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from tinycore.errors import DTypeError
 from tinycore.helpers import dedup, getenv, TRAINING
 from tinycore.lazy import LazyBuffer
 from tinycore.ops import Ops
@@ -169,18 +170,27 @@ class LAMB(Optimizer):
     c1, c2 = (1.0 - self.b1_t).reciprocal(), (1.0 - self.b2_t).reciprocal()
     out = []
     for t, g, m, v in zip(params, grads, ms, vs):
-      g = g.float()
-      m.assign(self._const(self.b1, m) * m + self._const(1.0 - self.b1, g) * g)
-      v.assign(self._const(self.b2, v) * v + self._const(1.0 - self.b2, g) * (g * g))
-      m_hat, v_hat = m * _like(c1, m), v * _like(c2, v)
-      up = m_hat / (v_hat.sqrt() + self._const(self.eps, v_hat))
-      if self.wd: up = up + self._const(self.wd, up) * t.detach().float()
+      up = Tensor(self._adam_step(t, g.float(), m, v, c1, c2), requires_grad=False)
       if self.adam: lr = self._const(self.lr, up)
       else:
         r1, r2 = t.detach().float().square().sum().sqrt(), up.square().sum().sqrt()
         lr = _like(self.lr * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0), up)
       out.append((lr * up).cast(t.dtype))
     return out, [self.b1_t, self.b2_t] + ms + vs
+
+  def _adam_step(self, t: Tensor, g: Tensor, m: Tensor, v: Tensor, c1: Tensor, c2: Tensor) -> LazyBuffer:
+    """Assign m and v their new values; Adam's step m_hat / (sqrt(v_hat) + eps) (+ wd * t). Made on the lazy graph
+    directly, the arithmetic of the Tensor expressions `b1*m + (1-b1)*g`, `b2*v + (1-b2)*(g*g)`, `m*c1 / ((v*c2).sqrt() +
+    eps)` op for op, without their Python per op (Function.apply, broadcasting: most of an eager step's optimizer time).
+    The scheduler makes the three assigns of a parameter one kernel."""
+    if not m.dtype == v.dtype == g.dtype: raise DTypeError(f"optimizer state of {m.dtype} with gradients of {g.dtype}: set OPTIM_DTYPE=float32")
+    def k(x: float) -> LazyBuffer: return self._const(x, m).lazydata
+    gl, MUL, ADD = g.lazydata, Ops.MUL, Ops.ADD
+    m.assign(Tensor(k(self.b1).alu(MUL, m.lazydata).alu(ADD, k(1.0 - self.b1).alu(MUL, gl)), requires_grad=False))
+    v.assign(Tensor(k(self.b2).alu(MUL, v.lazydata).alu(ADD, k(1.0 - self.b2).alu(MUL, gl.alu(MUL, gl))), requires_grad=False))
+    m_hat, v_hat = m.lazydata.alu(MUL, _like(c1, m).lazydata), v.lazydata.alu(MUL, _like(c2, v).lazydata)
+    up = m_hat.alu(MUL, v_hat.alu(Ops.SQRT).alu(ADD, k(self.eps)).alu(Ops.RECIP))
+    return up.alu(ADD, k(self.wd).alu(MUL, t.lazydata.cast(dtypes.float32))) if self.wd else up
 
 def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, device: str | None = None) -> LAMB:
   """Adam, as torch.optim.Adam."""

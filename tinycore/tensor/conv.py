@@ -163,7 +163,8 @@ class ConvMixin:
     return ((n - 1) - mask.where(rev, -1).max(-1)).cast(dtypes.int32)
   def max_unpool2d(self, indices: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
                    dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_size: Sequence[int] | None = None) -> Tensor:
-    """The inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros elsewhere."""
+    """The inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros elsewhere (a
+    scatter: O(input) writes into zeros; an index out of range raises IndexError at the next sync)."""
     k = make_tuple(kernel_size, 2)
     s = make_tuple(stride if stride is not None else k, len(k))
     d = make_tuple(dilation, len(k))
@@ -174,15 +175,13 @@ class ConvMixin:
     if output_size is None: osp = tuple((i - 1) * ss - pb - pa + dd * (kk - 1) + 1 for i, ss, (pb, pa), dd, kk in zip(insp, s, pads, d, k))
     else: osp = tuple(output_size)[-len(k):]
     n_out = prod(osp)
-    xf = self.reshape(*self.shape[:lead], prod(insp), 1)
-    idx = indices.reshape(*self.shape[:lead], prod(insp), 1)
-    self._check_index_range(idx, n_out, "max_unpool2d")
-    onehot = idx == self._iota(n_out, self.device, idx.dtype).reshape(1, n_out)
-    out = onehot.where(xf, 0).sum(-2, dtype=self.dtype)
+    xf, idx = self.reshape(*self.shape[:lead], prod(insp)), indices.reshape(*self.shape[:lead], prod(insp))
+    zeros = self.zeros(*self.shape[:lead], n_out, dtype=self.dtype, device=self.device, requires_grad=False)
+    out = zeros._scatter(idx, xf, lead)
     if any(ss < dd * (kk - 1) + 1 for ss, dd, kk in zip(s, d, k)):
       # overlapping windows may name one position twice, with the same value: the value is their mean, while each
       # input still gets the full gradient of its position (as torch)
-      cnt = onehot.sum(-2)
+      cnt = zeros._scatter(idx, 1, lead)
       out = (out / cnt.maximum(1)).detach() + (out - out.detach())
     return out.reshape(*self.shape[:lead], *osp)
   def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,

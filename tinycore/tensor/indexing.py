@@ -300,18 +300,29 @@ class IndexingMixin:
         n = (cnt + (1 if include_self else 0)).maximum(1)
         return hit.where((v / n if dtypes.is_float(r.dtype) else v // n).cast(r.dtype), r)
       return self._in_region(pad, part)
+    if reduce != "prod": return self._in_region(pad, lambda r: r._scatter_extreme(index, src, d, reduce == "amax", include_self))
     src, onehot = self._scatter_onehot(d, index, src, "scatter_reduce")
-    base = self._dim_last(d, pad)
-    hit = onehot.any(-2)
-    if reduce == "prod":
-      v = onehot.where(src, 1).prod(-2)
-      return self._scatter_finish(d, v * base if include_self else v, hit, pad)
-    lo = dtypes.min(self.dtype) if reduce == "amax" else dtypes.max(self.dtype)
-    sgn = src if reduce == "amax" else -src if dtypes.is_float(self.dtype) else ~src
-    v = onehot.where(sgn, lo if reduce == "amax" else (-lo if dtypes.is_float(self.dtype) else ~lo)).max(-2)
-    if reduce == "amin": v = -v if dtypes.is_float(self.dtype) else ~v
-    if include_self: v = v.maximum(base) if reduce == "amax" else v.minimum(base)
-    return self._scatter_finish(d, v, hit, pad)
+    v = onehot.where(src, 1).prod(-2)
+    return self._scatter_finish(d, v * self._dim_last(d, pad) if include_self else v, onehot.any(-2), pad)
+  def _scatter_extreme(self, idx: Tensor, src: Tensor, d: int, amax: bool, include_self: bool) -> Tensor:
+    """scatter_reduce amax / amin (self and src of index's shape). The value: a scatter that keeps the larger value
+    (amin: of the negated values, ~ for integers), O(index) work. The gradient, as torch's: split evenly among the
+    entries equal to the result, self's counted even where it takes no part (include_self=False, where it then gets
+    none), through terms whose value is exactly zero."""
+    def flip(t: Tensor) -> Tensor: return t if amax else -t if dtypes.is_float(t.dtype) else ~t
+    cnt = self.zeros(self.shape, dtype=dtypes.int32, device=self.device, requires_grad=False)._scatter(idx, 1, d)
+    hit = cnt > 0
+    x = flip(self.detach()) if include_self else hit.where(dtypes.min(self.dtype), flip(self.detach()))
+    v = flip(type(self)(x.lazydata.scatter(idx.lazydata, flip(src.detach()).lazydata, d, Ops.MAX), requires_grad=False))
+    if not dtypes.is_float(self.dtype) or (self.requires_grad is False and src.requires_grad is False): return v
+    at_self, at_src = self.detach() == v, src.detach() == v._gather(idx, d)
+    n = at_self.cast(dtypes.int32) + cnt.zeros_like()._scatter(idx, at_src.cast(dtypes.int32), d)
+    def zero(t: Tensor) -> Tensor:  # value 0, gradient 1 (where t is finite)
+      f = t.isfinite().where(t, 0)
+      return f - f.detach()
+    w_self = (at_self if include_self else at_self & ~hit).where((1 / n).cast(self.dtype), 0)
+    w_src = at_src.where((1 / n._gather(idx, d)).cast(self.dtype), 0)
+    return v + zero(self) * w_self + self.zeros_like(requires_grad=False)._scatter(idx, zero(src) * w_src, d)
   def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
     """self with value where mask is True (mask broadcasts)."""
     return self._as_bool(mask, self.device).where(value, self)
