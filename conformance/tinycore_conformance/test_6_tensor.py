@@ -333,6 +333,28 @@ def test_assign_old_values(target, repro):
   close(a.numpy(), an - bn * 0.5, 0, 0, "a.assign(a - b*0.5) beside b.assign(b - a_old*0.25)")
   close(b.numpy(), bn - an * 0.25, 0, 0, "b.assign(b - a_old*0.25) beside a.assign(a - b*0.5)")
 
+@pytest.mark.cap("assign (three outputs of one kernel: an Adam update)")
+def test_assign_three_outputs(target, repro):
+  """A parameter and its two moments updated together, each reading the others' new values element for element: the
+  scheduler writes all three from one kernel (several stores, on a length that is no multiple of a vector width)."""
+  repro.add(f"import numpy as np\nfrom tinycore import Tensor\nrng = np.random.default_rng(6)\n"
+            f"p, m, v, g = (Tensor(rng.standard_normal(1003).astype(np.float32), device={target.device!r}).realize() for _ in range(4))\n"
+            "m.assign(m * 0.9 + g * 0.1); v.assign(v * 0.99 + g * g * 0.01); p.assign(p - m / (v.abs().sqrt() + 1e-8) * 0.01)\n"
+            "Tensor.realize(p, m, v)\nprint(p.numpy()[:4], m.numpy()[:4], v.numpy()[:4])")
+  target.require_runtime()
+  rng = np.random.default_rng(6)
+  pn, mn, vn, gn = (rng.standard_normal(1003).astype(np.float32) for _ in range(4))
+  p, m, v, g = (Tensor(x, device=target.device).realize() for x in (pn, mn, vn, gn))
+  m.assign(m * 0.9 + g * 0.1)
+  v.assign(v * 0.99 + g * g * 0.01)
+  p.assign(p - m / (v.abs().sqrt() + 1e-8) * 0.01)
+  Tensor.realize(p, m, v)
+  pd, md, vd, gd = (x.astype(np.float64) for x in (pn, mn, vn, gn))
+  m_new, v_new = md * 0.9 + gd * 0.1, vd * 0.99 + gd * gd * 0.01
+  close(m.numpy(), m_new, 1e-5, 1e-6, "m.assign(m*0.9 + g*0.1)")
+  close(v.numpy(), v_new, 1e-5, 1e-6, "v.assign(v*0.99 + g*g*0.01)")
+  close(p.numpy(), pd - m_new / (np.sqrt(np.abs(v_new)) + 1e-8) * 0.01, 1e-4, 1e-5, "p.assign(p - m_new/(sqrt|v_new|+1e-8)*0.01)")
+
 @pytest.mark.cap("copy to and from PYTHON")
 def test_cross_device(target, repro):
   target.require_runtime()
