@@ -29,6 +29,7 @@ def _like(x: float | Tensor, t: Tensor) -> Tensor:
   broadcast of every scalar operand (a constant, a reshape and an expand through Function.apply, most of the Python
   of an eager optimizer step before). The arithmetic is the same."""
   lb = t.lazydata
+  if isinstance(x, Tensor) and x.device != t.device: x = x.to(t.device)  # optimizer state moved to another device (offloaded)
   if isinstance(x, Tensor): return Tensor(x.lazydata.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape), requires_grad=False)
   return Tensor(lb.const(x), requires_grad=False)
 
@@ -169,11 +170,12 @@ class LAMB(Optimizer):
     c1, c2 = (1.0 - self.b1_t).reciprocal(), (1.0 - self.b2_t).reciprocal()
     out = []
     for t, g, m, v in zip(params, grads, ms, vs):
-      g = g.float()
+      g = g.float() if g.device == m.device else g.float().to(m.device)  # state offloaded (`m.to_("CPU")`): update it where it lives
       m.assign(self._const(self.b1, m) * m + self._const(1.0 - self.b1, g) * g)
       v.assign(self._const(self.b2, v) * v + self._const(1.0 - self.b2, g) * (g * g))
       m_hat, v_hat = m * _like(c1, m), v * _like(c2, v)
       up = m_hat / (v_hat.sqrt() + self._const(self.eps, v_hat))
+      if up.device != t.device: up = up.to(t.device)
       if self.wd: up = up + self._const(self.wd, up) * t.detach().float()
       if self.adam: lr = self._const(self.lr, up)
       else:
