@@ -444,7 +444,6 @@ DIFFERS: dict[str, str] = {
   "argmax-4-(0,3)-0": "argmax over an empty dim has no answer: tinycore raises as torch does, tinygrad returns a made-up index",
   "diag-2-float32-2": "diag of a 2-D tensor gives its diagonal in tinycore, as torch.diag; tinygrad 0.14 only takes 1-D",
   "gather-2-float32-2": "an out-of-range gather index raises IndexError in tinycore (as torch); tinygrad silently reads 0",
-  "scatter-2-float32-2": "scatter with reduce='add' and a tensor src works in tinycore as in torch; tinygrad 0.14 refuses it (TypeError)",
   "interpolate-4-float32-4": "linear interpolation of uint8: tinygrad 0.14 wraps around in uint8 intermediates (9 where the neighbours are "
                              "175 and 56); tinycore interpolates in float and rounds, as torch",
   "batchnorm-2-float32-2": "batchnorm with weight=None and bias=None: tinygrad 0.14 crashes reshaping None's stand-in; tinycore normalizes "
