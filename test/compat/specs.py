@@ -443,6 +443,8 @@ DIFFERS: dict[str, str] = {
   "fmod-4-int8-uint8": "integer fmod(x, 0): as mod above, tinycore gives 0 on every backend",
   "argmax-4-(0,3)-0": "argmax over an empty dim has no answer: tinycore raises as torch does, tinygrad returns a made-up index",
   "diag-2-float32-2": "diag of a 2-D tensor gives its diagonal in tinycore, as torch.diag; tinygrad 0.14 only takes 1-D",
+  "one_hot-4-float32-4": "one_hot(-1) takes the largest value + 1 as the class count, as torch and tinygrad after 0.14; tinygrad 0.14 refuses -1 "
+                       "(ValueError)",
   "gather-2-float32-2": "an out-of-range gather index raises IndexError in tinycore (as torch); tinygrad silently reads 0",
   "interpolate-4-float32-4": "linear interpolation of uint8: tinygrad 0.14 wraps around in uint8 intermediates (9 where the neighbours are "
                              "175 and 56); tinycore interpolates in float and rounds, as torch",
