@@ -447,7 +447,7 @@ DIFFERS: dict[str, str] = {
                        "(ValueError)",
   "gather-2-float32-2": "an out-of-range gather index raises IndexError in tinycore (as torch); tinygrad silently reads 0",
   "interpolate-4-float32-4": "linear interpolation of uint8: tinygrad 0.14 wraps around in uint8 intermediates (9 where the neighbours are "
-                             "175 and 56); tinycore interpolates in float and rounds, as torch",
+                             "175 and 56); tinycore computes as torch's fixed-point uint8 kernel",
   "batchnorm-2-float32-2": "batchnorm with weight=None and bias=None: tinygrad 0.14 crashes reshaping None's stand-in; tinycore normalizes "
                            "without affine, as torch's batch_norm",
   "sparse_categorical_crossentropy-1-float32-1": "ignore_index with label_smoothing: tinycore averages the smoothing term over the kept "
