@@ -541,7 +541,8 @@ def test_svd_against_numpy(shape, cond, full_matrices, dev):
   np.testing.assert_allclose(s, rs, atol=2e-6 * rs.max(), rtol=0)
   k = s.shape[-1]
   np.testing.assert_allclose((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], a, atol=3e-6 * rs.max())
-  for g in (np.swapaxes(u, -1, -2) @ u, vh @ np.swapaxes(vh, -1, -2)): np.testing.assert_allclose(g, np.broadcast_to(np.eye(g.shape[-1]), g.shape), atol=3e-6)
+  for g in (np.swapaxes(u, -1, -2) @ u, vh @ np.swapaxes(vh, -1, -2)):
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(g.shape[-1]), g.shape), atol=3e-6)
   # the vectors equal numpy's up to the sign of each pair, within float32's eps * |A| / (the gap to the nearest other value)
   sign = np.sign(np.sum(u[..., :, :k] * ru[..., :, :k], axis=-2, keepdims=True))
   gap = np.min(np.abs(rs[..., :, None] - rs[..., None, :]) + np.eye(k) * rs.max(), axis=-1)
