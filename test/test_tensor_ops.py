@@ -519,3 +519,42 @@ def test_qr_gradient_against_torch(dev):
   a = np.random.default_rng(4).standard_normal((3, 3)).astype(np.float32)  # torch differentiates complete QR of square ones
   # torch's R differs from ours by row signs: compare a sign-free function of R, the squares of its entries
   check(lambda t: t.qr()[1].square(), lambda t: torch.linalg.qr(t, mode="complete")[1].square(), [a], dev, atol=1e-4)
+
+def _conditioned(shape: tuple[int, ...], cond: float, seed: int) -> np.ndarray:
+  """A random matrix (batch) with singular values spread geometrically from 1 down to 1/cond."""
+  r = np.random.default_rng(seed)
+  m, n = shape[-2:]
+  u, _ = np.linalg.qr(r.standard_normal((*shape[:-2], m, m)))
+  v, _ = np.linalg.qr(r.standard_normal((*shape[:-2], n, n)))
+  s = np.zeros((*shape[:-2], m, n))
+  for i in range(min(m, n)): s[..., i, i] = cond ** (-i / max(min(m, n) - 1, 1))
+  return (u @ s @ v).astype(np.float32)
+
+@pytest.mark.parametrize("shape,cond", [((3, 2), 0), ((2, 3), 0), ((2, 4, 3), 0), ((1, 1), 0), ((6, 3), 1e4), ((4, 4), 1e5)], ids=str)
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_against_numpy(shape, cond, full_matrices, dev):
+  # one-sided Jacobi: S as numpy's (float64) within float32 precision, U and V orthonormal, U S Vh = A; shapes as numpy
+  a = _conditioned(shape, cond, 5) if cond else np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+  u, s, vh = (t.numpy() for t in Tensor(a, device=dev).svd(full_matrices))
+  ru, rs, rvh = np.linalg.svd(a.astype(np.float64), full_matrices=full_matrices)
+  assert (u.shape, s.shape, vh.shape) == (ru.shape, rs.shape, rvh.shape)
+  np.testing.assert_allclose(s, rs, atol=2e-6 * rs.max(), rtol=0)
+  k = s.shape[-1]
+  np.testing.assert_allclose((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], a, atol=3e-6 * rs.max())
+  for g in (np.swapaxes(u, -1, -2) @ u, vh @ np.swapaxes(vh, -1, -2)):
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(g.shape[-1]), g.shape), atol=3e-6)
+  # the vectors equal numpy's up to the sign of each pair, within float32's eps * |A| / (the gap to the nearest other value)
+  sign = np.sign(np.sum(u[..., :, :k] * ru[..., :, :k], axis=-2, keepdims=True))
+  gap = np.min(np.abs(rs[..., :, None] - rs[..., None, :]) + np.eye(k) * rs.max(), axis=-1)
+  assert (np.abs(u[..., :, :k] * sign - ru[..., :, :k]) <= 2e-5 + 5e-6 * rs.max(-1, keepdims=True)[..., None] / gap[..., None, :]).all()
+
+def test_svd_gradient_against_torch():
+  # gradients follow the Jacobi rotations; torch differentiates the reduced svd with distinct singular values: compare
+  # sign-free functions of S and U (CLANG only: the unrolled graph is slow to differentiate on the PYTHON device)
+  a = np.random.default_rng(6).standard_normal((2, 3, 2)).astype(np.float32)
+  check(lambda t: t.svd()[1], lambda t: torch.linalg.svd(t)[1], [a[:, :2]], "CLANG", atol=1e-5)
+  check(lambda t: t.svd(False)[1], lambda t: torch.linalg.svd(t, full_matrices=False)[1], [a], "CLANG", atol=1e-5)
+  check(lambda t: t.svd(False)[0].square(), lambda t: torch.linalg.svd(t, full_matrices=False)[0].square(), [a], "CLANG", atol=1e-4)
+
+def test_svd_needs_a_matrix():
+  with pytest.raises(RuntimeError, match="2 dims"): Tensor.ones(3).svd()

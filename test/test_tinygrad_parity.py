@@ -37,3 +37,10 @@ def test_error_classes():
   with pytest.raises(IndexError): Tensor.randn(3).tril()
   with pytest.raises(IndexError): Tensor(1.0).bitcast(dtypes.uint8)
   with pytest.raises(TypeError): Tensor.zeros(3, 4).scatter(1, Tensor([[0]]), 1.0, reduce="bad")
+
+@pytest.mark.parametrize("pads", [(3, 6, 0, 0), (3, -5, 1, -5)], ids=["wraps_twice", "negative_crops_to_empty"])
+def test_circular_pad_wrapping_more_than_once(pads):
+  # the class torch raises for the first (for the second torch 2.13 returns uninitialized memory), tinygrad 0.14's (ValueError)
+  # and the one tinygrad's later tests ask for (NotImplementedError)
+  for cls in (RuntimeError, ValueError, NotImplementedError):
+    with pytest.raises(cls, match="wrap around more than once"): Tensor.randn(1, 1, 5, 5).pad(pads, mode="circular")

@@ -19,8 +19,7 @@ ALLOWED: dict[str, str] = {
           "Tensor.hash", "Tensor.keccak", "Tensor.threefry", "Tensor.random_bits"),
   **_same("Qualcomm IMAGE dtype paths and the HEVC video decoder of tinygrad's accelerator drivers", "Tensor.image_conv2d", "Tensor.image_dot",
           "Tensor.decode_hevc_frame"),
-  "Tensor.svd": "the singular value decomposition (tinygrad's one-sided Jacobi SVD) is not implemented in tinycore yet: "
-                "compute it with numpy on .numpy() meanwhile (Tensor.qr is there)",
+  "Tensor.one_hot(num_classes)": "defaults to -1 (the largest value + 1), as torch and tinygrad after 0.14; 0.14 requires it",
   "Tensor.from_url": "downloads over the network; tinycore does no network I/O (load the file, then Tensor(bytes))",
   "Tensor.realize(do_update_stats)": "tinygrad's switch for its own GlobalCounters bookkeeping; tinycore always counts",
   "Tensor.__delitem__": "tinygrad's only raises TypeError; without it python raises TypeError for `del t[i]` as well",

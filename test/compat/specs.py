@@ -443,10 +443,11 @@ DIFFERS: dict[str, str] = {
   "fmod-4-int8-uint8": "integer fmod(x, 0): as mod above, tinycore gives 0 on every backend",
   "argmax-4-(0,3)-0": "argmax over an empty dim has no answer: tinycore raises as torch does, tinygrad returns a made-up index",
   "diag-2-float32-2": "diag of a 2-D tensor gives its diagonal in tinycore, as torch.diag; tinygrad 0.14 only takes 1-D",
+  "one_hot-4-float32-4": "one_hot(-1) takes the largest value + 1 as the class count, as torch and tinygrad after 0.14; tinygrad 0.14 refuses -1 "
+                       "(ValueError)",
   "gather-2-float32-2": "an out-of-range gather index raises IndexError in tinycore (as torch); tinygrad silently reads 0",
-  "scatter-2-float32-2": "scatter with reduce='add' and a tensor src works in tinycore as in torch; tinygrad 0.14 refuses it (TypeError)",
   "interpolate-4-float32-4": "linear interpolation of uint8: tinygrad 0.14 wraps around in uint8 intermediates (9 where the neighbours are "
-                             "175 and 56); tinycore interpolates in float and rounds, as torch",
+                             "175 and 56); tinycore computes as torch's fixed-point uint8 kernel",
   "batchnorm-2-float32-2": "batchnorm with weight=None and bias=None: tinygrad 0.14 crashes reshaping None's stand-in; tinycore normalizes "
                            "without affine, as torch's batch_norm",
   "sparse_categorical_crossentropy-1-float32-1": "ignore_index with label_smoothing: tinycore averages the smoothing term over the kept "

@@ -30,6 +30,7 @@ def _like(x: float | Tensor, t: Tensor) -> Tensor:
   broadcast of every scalar operand (a constant, a reshape and an expand through Function.apply, most of the Python
   of an eager optimizer step before). The arithmetic is the same."""
   lb = t.lazydata
+  if isinstance(x, Tensor) and x.device != t.device: x = x.to(t.device)  # optimizer state moved to another device (offloaded)
   if isinstance(x, Tensor): return Tensor(x.lazydata.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape), requires_grad=False)
   return Tensor(lb.const(x), requires_grad=False)
 
@@ -170,7 +171,10 @@ class LAMB(Optimizer):
     c1, c2 = (1.0 - self.b1_t).reciprocal(), (1.0 - self.b2_t).reciprocal()
     out = []
     for t, g, m, v in zip(params, grads, ms, vs):
-      up = Tensor(self._adam_step(t, g.float(), m, v, c1, c2), requires_grad=False)
+      # state offloaded (`m.to_("CPU")`): the update is made where the state lives and comes back to the parameter
+      tm, g = (t, g) if g.device == m.device else (t.detach().to(m.device), g.to(m.device))
+      up = Tensor(self._adam_step(tm, g.float(), m, v, c1, c2), requires_grad=False)
+      if up.device != t.device: up = up.to(t.device)
       if self.adam: lr = self._const(self.lr, up)
       else:
         r1, r2 = t.detach().float().square().sum().sqrt(), up.square().sum().sqrt()

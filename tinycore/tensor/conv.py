@@ -205,13 +205,15 @@ class ConvMixin:
     return xs / type(self)(cnt.astype(np.float32), device=self.device).cast(xs.dtype)
   def interpolate(self, size: tuple[int, ...], mode: str = "linear", align_corners: bool = False) -> Tensor:
     """Resize the last len(size) dims: mode "linear" (bi/tri-linear, as torch's linear modes), "nearest" or "nearest-exact".
-    The dtype is kept: integer inputs (uint8 images) are rounded half up after each dim, last dim first, as torch."""
+    The dtype is kept: integer inputs (uint8 images) are resized as torch does, one dim at a time, last first, each with
+    the weights in fixed point (rounded to 15 significant bits) and the result rounded and clamped to the dtype."""
     if mode not in ("linear", "nearest", "nearest-exact"):
       raise ArgumentError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
     if align_corners and mode != "linear": raise ArgumentError("align_corners only applies to mode 'linear'")
     size = tuple(size)
     if len(size) > self.ndim: raise ShapeError(f"interpolate size {size} has more dims than the input {self.shape}")
-    x = self._float()
+    fixed = mode == "linear" and not dtypes.is_float(self.dtype)
+    x = self.cast(dtypes.int32 if self.dtype.itemsize <= 2 else dtypes.int64) if fixed else self._float()
     for j in reversed(range(len(size))):
       out_n, ax = size[j], self.ndim - len(size) + j
       in_n = x.shape[ax]
@@ -229,7 +231,14 @@ class ConvMixin:
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = np.minimum(np.floor((dst + off) * (in_n / out_n)).astype(np.int64), in_n - 1)
         w[src, np.arange(out_n)] = 1
-      wt = type(self)(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
-      x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
-      if not dtypes.is_float(self.dtype) and mode == "linear": x = (x + 0.5).floor()
+      if fixed: x = x._fixed_point_resize(w, ax).clip(dtypes.min(self.dtype), dtypes.max(self.dtype))
+      else:
+        wt = type(self)(w.astype(to_np_dtype(x.dtype) if x.dtype != dtypes.bfloat16 else np.float32), device=self.device, dtype=x.dtype)
+        x = (x.transpose(ax, -1) @ wt).transpose(ax, -1)
     return x.cast(self.dtype)
+  def _fixed_point_resize(self, w: np.ndarray, ax: int) -> Tensor:
+    """self (integer) @ w along ax as torch computes uint8 images: w scaled by 2**p with p the most bits that keep its
+    largest entry under 2**15 (int16), rounded; the sums rounded half up and shifted back."""
+    p = next((p for p in range(22) if int(0.5 + float(w.max()) * 2 ** (p + 1)) >= 2 ** 15), 22)
+    wi = type(self)(np.floor(w * 2 ** p + 0.5).astype(to_np_dtype(self.dtype)), device=self.device, dtype=self.dtype)
+    return ((self.transpose(ax, -1) @ wi + (1 << p >> 1)) >> p).transpose(ax, -1)

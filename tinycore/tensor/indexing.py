@@ -276,8 +276,12 @@ class IndexingMixin:
     return hit.where(val, self)
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
-    to a position wins), 'add' or 'multiply'. An index out of range raises IndexError at the next sync."""
+    to a position wins), 'add' or 'multiply' (a python number src only, as tinygrad 0.14: scatter_reduce takes a tensor). An index out of range
+    raises IndexError at the next sync."""
     if reduce not in (None, "add", "multiply"): raise ArgumentTypeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce is not None and isinstance(src, type(self)):  # tinygrad 0.14's rule (TypeError), checked before the dims
+      raise ArgumentTypeError(f"scatter with reduce={reduce!r} takes a python number src; for a tensor src use scatter_reduce(dim, index, src, "
+                              f"{'sum' if reduce == 'add' else 'prod'!r})")
     d, index, src, pad = self._scatter_setup(dim, index, src, "scatter")
     if reduce != "multiply": return self._in_region(pad, lambda r: r._scatter(index, src, d, Ops.ADD if reduce == "add" else None))
     src, onehot = self._scatter_onehot(d, index, src, "scatter")

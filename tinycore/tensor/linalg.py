@@ -8,6 +8,17 @@ from tinycore.errors import ShapeError
 from tinycore.tensor.args import _broadcast_shape
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
+def _svd_round_robin(n: int) -> tuple[list[int], int]:
+  """For one-sided Jacobi on n (even) columns laid out in pairs (2i, 2i + 1): the column order (x[..., order]) that
+  moves from one round's pairing to the next, round robin (column 0 stays, the others move one seat: n - 1 rounds
+  pair every two columns once, a sweep), and the number of rounds. Jacobi converges quadratically once near; 4 +
+  log2(n) sweeps reach float32's precision on the matrices the tests draw (random, condition numbers up to 1e6)."""
+  pos = [2 * j if j < n // 2 else 2 * (n - 1 - j) + 1 for j in range(n)]  # the layout position of seat j of the circle
+  came_from = [0, n - 1] + list(range(1, n - 1))  # the seat whose column moves to seat j
+  order = [0] * n
+  for f, j in zip(came_from, pos): order[j] = pos[f]
+  return order, (n - 1) * (4 + max(n - 1, 1).bit_length())
+
 def _panel(x: Tensor, w: Tensor) -> int:
   """The panel width to repack w into for x @ w on w's device (codegen/heuristic.py `matmul_panel`), 0 for none: only a
   2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
@@ -78,6 +89,40 @@ class LinalgMixin:
       r = r - v.unsqueeze(-1) * (w.unsqueeze(-2) @ r)
       q = q - (q @ v.unsqueeze(-1)) * w.unsqueeze(-2)
     return q, r
+  def svd(self, full_matrices: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """U, S, Vh with U @ diag(S) @ Vh = self over the last two dims (batched), S descending, as torch.linalg.svd and
+    tinygrad 0.14. A tall matrix (m >= n; a wide one is worked on transposed) is reduced to R of its qr, then one-sided
+    Jacobi: each round rotates n/2 disjoint column pairs of R (and of V = I) so that the pair becomes orthogonal, the
+    pairs chosen round robin so that a sweep meets every pair once; the fixed number of sweeps (`_svd_round_robin`) makes it
+    a plain differentiable graph (gradients follow the rotations). S is the column norms, U the columns over S (a zero
+    singular value leaves a zero column of U), full_matrices=True fills U to (m, m) with the rest of qr's Q."""
+    if self.ndim < 2: raise ShapeError(f"svd needs at least 2 dims, got shape {self.shape}")
+    m, n = self.shape[-2], self.shape[-1]
+    if m < n:
+      u, s, vh = self.transpose(-2, -1).svd(full_matrices)
+      return vh.transpose(-2, -1), s, u.transpose(-2, -1)
+    q, r = self.qr()
+    k = n + n % 2  # an odd n gets a zero column: it never turns, and sorts last
+    v = type(self).eye(n, k, dtype=r.dtype, device=self.device).expand(*r.shape[:-2], n, k)
+    x = r[..., :n, :].pad(((0, 0),) * (r.ndim - 1) + ((0, k - n),)).cat(v, dim=-2)  # [R; V], columns paired (2i, 2i + 1)
+    order, rounds = _svd_round_robin(k)
+    for _ in range(rounds if n > 1 else 0):
+      xp, xq = (x.reshape(*x.shape[:-1], k // 2, 2)[..., i] for i in (0, 1))
+      w = x[..., :n, :].reshape(*x.shape[:-2], n, k // 2, 2)
+      abg = w.square().cat((w[..., 0] * w[..., 1]).unsqueeze(-1), dim=-1).sum(-3, keepdim=True)  # |p|^2, |q|^2, p.q of each pair
+      alpha, beta, gamma = abg[..., 0], abg[..., 1], abg[..., 2]
+      # tan of the angle that zeroes p.q: the smaller root of t^2 + 2 zeta t = 1, zeta = (beta - alpha) / (2 gamma), written
+      # without dividing by gamma so that it (and its gradient) stays finite as the pair becomes orthogonal
+      d = beta - alpha
+      den = d.abs() + (d.square() + 4 * gamma.square()).sqrt()
+      t = (den == 0).where(0, 2 * gamma * (d >= 0).where(1.0, -1.0) / (den == 0).where(1, den))
+      c = (1 + t.square()).rsqrt()
+      x = (c * xp - c * t * xq).unsqueeze(-1).cat((c * t * xp + c * xq).unsqueeze(-1), dim=-1).reshape(x.shape)[..., order]
+    s, order = x[..., :n, :].square().sum(-2).sqrt().sort(-1, descending=True)
+    x, s = x.gather(-1, order[..., :n].unsqueeze(-2).expand(*x.shape[:-1], n)), s[..., :n]
+    u = q[..., :, :n] @ (x[..., :n, :] / (s != 0).where(s, 1).unsqueeze(-2))
+    if full_matrices: u = u.cat(q[..., :, n:], dim=-1)
+    return u, s, x[..., n:, :].transpose(-2, -1)
   def linear(self, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
     """self @ weight + bias, weight shaped (in, out) (a 1-D weight multiplies elementwise)."""
     x = self.mul(weight) if weight.ndim == 1 else self.dot(weight, dtype=dtype)

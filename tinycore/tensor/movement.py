@@ -149,7 +149,8 @@ class MovementMixin:
         e2 = [(-1 if i != d else a) for i in range(x.ndim)]
         x = type(self).cat(sl(0, 1).expand(e), x, sl(s - 1, s).expand(e2), dim=d)
       else:
-        if b > s or a > s: raise ShapeError(f"circular padding ({b}, {a}) must not exceed the dim size {s} of {self.shape}")
+        if b > s or a > s:  # torch: RuntimeError, tinygrad 0.14: ValueError, tinygrad since: NotImplementedError
+          raise UnsupportedError(f"circular padding ({b}, {a}) would wrap around more than once: it must not exceed the dim size {s} of {self.shape}")
         x = type(self).cat(sl(s - b, s), x, sl(0, a), dim=d)
     return x
   def _resolve_dim(self, dim: int, extra: bool = False) -> int:
