@@ -5,9 +5,10 @@ first batch's loss in eval mode (no dropout) before any step."""
 from __future__ import annotations
 import importlib.util, os, sys
 from typing import Any, Callable
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if __package__ in (None, ""): sys.path.insert(0, ROOT)
+if __package__ in (None, ""): sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from bench.models.common import copy_into_torch, loss_check, median_cpu, memory_main, one_thread, timed, torch_compile_timing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CFG = {"bs": 128, "lr": 3e-3, "dropout": 0.5}
 
