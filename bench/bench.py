@@ -570,7 +570,7 @@ def group_eager_gpt(lib: Lib) -> dict:
 
 def group_model(lib: Lib, group: str, first_only: bool = False) -> dict:
   if lib.name != "tinycore": return {}
-  if ROOT not in sys.path: sys.path.insert(0, ROOT)
+  sys.path.insert(0, ROOT)  # ahead of this script's folder, where `bench` would be this file
   from bench.models import MODELS
   return __import__(f"bench.models.{MODELS[group]}", fromlist=["bench"]).bench(lib.quick, first_only)
 
