@@ -2,13 +2,15 @@
 training step (4 layers, d_model 256, 4 heads, sequence 128, vocab 512, batch 8, AdamW) and its greedy decoding with a
 KV cache (batch 1, tokens per second), written in tinycore's nn and the same in torch (same attribute names).
 
-Decoding in tinycore: the caches are realized buffers (batch, heads, max_len, head_dim), the position a (1,) int tensor
-input of one TinyJit capture that serves every position (no recompile per token); the caches are written through a
-one-hot mask and the attention covers all max_len positions with a mask. tinygrad's examples instead write the view
-`cache[:, :, pos:pos+1]` and attend to `cache[:, :, :pos+1]` with pos a bound Variable; in tinycore an assign to a shrunk
-view does not write through to the buffer, setitem takes no symbolic slice, and with two or more layers the second jit
-call fails with "Variable ... is bound to both 2 and 1" (graph nodes of the first call's binding reach the second's).
-torch eager writes its preallocated caches by index and attends to the filled part."""
+Decoding in tinycore, as tinygrad's examples: the caches are realized buffers (batch, heads, max_len, head_dim); q
+attends to the first n positions of them, n a bound Variable, so that one TinyJit capture serves every position (no
+recompile per token). Differences, tinycore's gaps: the new k and v are written through a one-hot mask of the position
+(a (1,) int tensor input) over the whole cache, because an assign to a shrunk view (tinygrad's
+`cache[:, :, pos:pos+1].assign(k)`) does not write through to the buffer and setitem takes no symbolic slice; and the
+decoding runs under Tensor.test() (no_grad): without it each assign keeps the previous call's graph alive through the
+cache's autograd context, and that graph's Variable binding then clashes with the next ("Variable tokens is bound to
+both 2 and 1") from the second layer on. torch eager writes its preallocated caches by index and attends to the
+filled part."""
 from __future__ import annotations
 import os, sys
 from typing import Any, Callable
@@ -40,16 +42,17 @@ def tiny_model(cfg: dict) -> Any:
     def __call__(self, x: Tensor) -> Tensor:
       q, k, v = self.heads(x)
       return self.mlp(x, q.scaled_dot_product_attention(k, v, is_causal=True))
-    def decode(self, x: Tensor, at: Tensor) -> Tensor:
-      """x (B, 1, d) of the token at position `at` (a (1,) int tensor): k and v written into the caches there, q attends
-      to positions 0..at (the others masked)."""
+    def decode(self, x: Tensor, at: Tensor, n: Any) -> Tensor:
+      """x (B, 1, d) of the token at position `at` (a (1,) int tensor), n = at + 1 tokens so far (a bound Variable):
+      k and v written into the caches at `at`, q attends to the first n positions."""
       q, k, v = self.heads(x)
       if not hasattr(self, "cache_k"):
         self.cache_k, self.cache_v = (Tensor.zeros(x.shape[0], h, T, d // h).contiguous().realize() for _ in range(2))
       hot = (Tensor.arange(T) == at).reshape(1, 1, T, 1)
       self.cache_k.assign(hot.where(k, self.cache_k))
       self.cache_v.assign(hot.where(v, self.cache_v))
-      return self.mlp(x, q.scaled_dot_product_attention(self.cache_k, self.cache_v, attn_mask=(Tensor.arange(T) <= at).reshape(1, 1, 1, T)))
+      keys, values = (c.shrink((None, None, (0, n), None)) for c in (self.cache_k, self.cache_v))
+      return self.mlp(x, q.scaled_dot_product_attention(keys, values))
   class GPT:
     def __init__(self) -> None:
       self.wte, self.wpe, self.lnf = nn.Embedding(cfg["vocab"], d), nn.Embedding(T, d), nn.LayerNorm(d)
@@ -58,10 +61,10 @@ def tiny_model(cfg: dict) -> Any:
       x = self.wte(tok) + self.wpe.weight[:tok.shape[1]]
       for b in self.blocks: x = b(x)
       return self.lnf(x) @ self.wte.weight.T
-    def decode(self, tok: Tensor, at: Tensor) -> Tensor:
-      """The next token after tok (B, 1) at position `at` (a (1,) int tensor), greedy."""
+    def decode(self, tok: Tensor, at: Tensor, n: Any) -> Tensor:
+      """The next token after tok (B, 1) at position `at` (a (1,) int tensor), n = at + 1 (a bound Variable), greedy."""
       x = self.wte(tok) + self.wpe(at.reshape(1, 1))
-      for b in self.blocks: x = b.decode(x, at)
+      for b in self.blocks: x = b.decode(x, at, n)
       return (self.lnf(x) @ self.wte.weight.T).argmax(-1)
   return GPT()
 
@@ -79,14 +82,17 @@ def tiny_step(model: Any, cfg: dict) -> Callable[[], float]:
   return lambda: step(tok, tgt).item()
 
 def tiny_decoder(model: Any, n: int) -> Callable[[], list[int]]:
-  """Greedy decoding of n tokens from token 0 at position 0, under one TinyJit (the position a tensor input); each token is
+  """Greedy decoding of n tokens from token 0 at position 0, under one TinyJit and no_grad (Tensor.test(), as torch's
+  inference_mode); the position a tensor input, the number of tokens so far a bound Variable; each token is
   read back and fed in as a new input, as a sampler on the host does (the jit's output buffer is reused by its next call)."""
-  from tinycore import Tensor, TinyJit
+  from tinycore import Tensor, TinyJit, Variable
+  tokens = Variable("tokens", 1, model.wpe.weight.shape[0])
   @TinyJit
-  def next_token(tok: Tensor, at: Tensor) -> Tensor: return model.decode(tok, at).realize()
+  def next_token(tok: Tensor, at: Tensor, n: Any) -> Tensor:
+    with Tensor.test(): return model.decode(tok, at, n).realize()
   def run() -> list[int]:
     out = [0]
-    for i in range(n): out.append(int(next_token(Tensor([[out[-1]]]), Tensor([i])).item()))
+    for i in range(n): out.append(int(next_token(Tensor([[out[-1]]]), Tensor([i]), tokens.bind(i + 1)).item()))
     return out[1:]
   return run
 
