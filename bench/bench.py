@@ -771,9 +771,9 @@ def _model_tables(tc: dict) -> list[str]:
   process, first steps, the loss check, and each library's training-loop memory (RSS of a process of its own)."""
   models = {c: r for c, r in tc.items() if r.get("group") in MODEL_GROUPS}
   if not models: return []
-  def ms(r: dict | None) -> str:
+  def ms(r: dict | None, unit: str | None = None) -> str:
     if not r or r.get("t") is None: return NA
-    return f"{r['metric']:.0f} tok/s" if r.get("unit") == "tok/s" else f"{r['t'] * 1e3:.1f} ms"
+    return f"{r['metric']:.0f} tok/s" if (unit or r.get("unit")) == "tok/s" else f"{r['t'] * 1e3:.1f} ms"
   def x(r: dict, p: dict | None) -> str: return f"{p['t'] / r['t']:.2f}" if p and p.get("t") and r.get("t") else ""
   def s_(v: float | None) -> str: return "" if v is None else f"{v:.1f} s"
   r0 = next(iter(models.values()))
@@ -790,7 +790,7 @@ def _model_tables(tc: dict) -> list[str]:
     tco = r.get("torch.compile")
     ok = "" if "loss_rel_err" not in r else f"{r['loss_rel_err']:.1e}{'' if r['loss_ok'] else ' **FAIL**'}"
     extra = f" (tokens equal {r['tokens_equal']:.0%})" if "tokens_equal" in r else ""
-    lines.append(f"| {c} | {ms(r)} | {ms(r.get('torch'))} | {x(r, r.get('torch'))} | {ms(tco)} | {x(r, tco)} | "
+    lines.append(f"| {c} | {ms(r)} | {ms(r.get('torch'), r.get('unit'))} | {x(r, r.get('torch'))} | {ms(tco)} | {x(r, tco)} | "
                  f"{s_((tco or {}).get('compile_wall_s'))} | {s_(r.get('first_step_cold_s'))} / {s_(r.get('first_step_warm_s'))} | {ok}{extra} | "
                  f"{' '.join(f'{v:.1f}' for v in r.get('load_avg', ()))} |")
   mem = [(c, lib, m) for c, r in models.items() for lib, m in (r.get("memory") or {}).items()]

@@ -9,7 +9,7 @@ Rules the benches follow:
 - tinycore's weights are the seeded ones; torch's are copied from them by name (the torch modules use the same names),
   so the first step's loss of both must agree within `LOSS_RTOL` (relative), else the bench says so in its result;
 - memory: RSS of a process that ran nothing else (`memory_worker`): after setup, after step `MEM_EARLY`, at the end
-  and its peak (ru_maxrss); tinycore's own count of allocated buffer bytes (GlobalCounters.mem_used) beside it."""
+  and its peak (VmHWM); tinycore's own count of allocated buffer bytes (GlobalCounters.mem_used) beside it."""
 from __future__ import annotations
 import json, os, resource, statistics, subprocess, sys, time
 from typing import Any, Callable
@@ -28,7 +28,13 @@ def one_thread(torch_too: bool = True) -> None:
 
 def rss_mb() -> float:
   with open("/proc/self/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-def peak_rss_mb() -> float: return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_mb() -> float:
+  """This process's peak RSS: VmHWM, the high-water mark of its own address space (ru_maxrss is no use in a child of
+  a big process: Linux carries the parent's peak through fork and exec into it)."""
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith("VmHWM:"): return int(line.split()[1]) / 1024
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
   """(CPU seconds, wall seconds, result) of one call."""
