@@ -365,9 +365,14 @@ def _create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
     if not multi: break
     # realize only the nodes nearest the consumers; what feeds them may then fuse into a single kernel again
     realizes |= {b for b in multi if not any(c in multi for c in children[b])}
-  # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again
+  # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again. The kernels
+  # built before stay: what is not realized has one consumer kernel (above), so the refused base was part of the
+  # kernel being built only (rebuilding them all on each refusal made a train step's first schedule quadratic)
+  kernels: dict[LazyBuffer, tuple] = {}
   while True:
-    try: kernels = {b: _kernel_ast(b, realizes) for b in graph if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY)}
+    try:
+      for b in graph:
+        if b in realizes and b not in kernels and b.op not in (Ops.COPY, Ops.EMPTY): kernels[b] = _kernel_ast(b, realizes)
     except _Refuse as r:
       realizes.add(r.base)
       continue
