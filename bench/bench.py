@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench.py            # the full run, writes bench/RESULTS.md
     .venv/bin/python bench/bench.py --quick    # fewer repetitions and smaller training loops, for iterating
     .venv/bin/python bench/bench.py --libs tinycore,torch --groups matmul,conv --no-write
+    .venv/bin/python bench/bench.py --quick --libs tinycore,torch --groups resnet18,gpt,digits   # the real models (bench/models/)
 
 Every (library, case group) runs in a process of its own, so each group's peak RSS is its own. Inside a process
 each case is warmed up first (compiles, caches, allocator pools), then timed many times with the result realized /
@@ -22,8 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBS = ("tinycore", "torch", "numpy", "tinygrad")
 GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "embedding", "overhead", "train_mlp", "train_cnn", "eager_mlp", "eager_gpt",
-          "coldstart") + ("resnet18", "gpt", "digits")
-MODEL_GROUPS = ("resnet18", "gpt", "digits")  # real models (bench/models/): tinycore and torch in one process, one thread
+          "coldstart")
+# real models (bench/models/): tinycore, torch eager and torch.compile in one process, one thread; not in the default
+# run (tens of minutes on 2 cores): `--groups resnet18,gpt,digits`
+MODEL_GROUPS = ("resnet18", "gpt", "digits")
 N16M = 16 * 1024 * 1024
 
 # *** measuring ***
@@ -643,7 +646,7 @@ def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter training loops")
   ap.add_argument("--libs", default=",".join(LIBS))
-  ap.add_argument("--groups", default=",".join(GROUPS))
+  ap.add_argument("--groups", default=",".join(GROUPS), help=f"default: all but the real models ({','.join(MODEL_GROUPS)})")
   ap.add_argument("--march", default=os.getenv("CLANG_MARCH", "native"),
                   help="CLANG_MARCH values to run tinycore with, comma-separated (e.g. native,x86-64-v3: AVX-512 and AVX2)")
   ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
