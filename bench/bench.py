@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench.py            # the full run, writes bench/RESULTS.md
     .venv/bin/python bench/bench.py --quick    # fewer repetitions and smaller training loops, for iterating
     .venv/bin/python bench/bench.py --libs tinycore,torch --groups matmul,conv --no-write
+    .venv/bin/python bench/bench.py --quick --libs tinycore,torch --groups resnet18,gpt,digits   # the real models (bench/models/)
 
 Every (library, case group) runs in a process of its own, so each group's peak RSS is its own. Inside a process
 each case is warmed up first (compiles, caches, allocator pools), then timed many times with the result realized /
@@ -23,6 +24,9 @@ ROOT = os.path.dirname(HERE)
 LIBS = ("tinycore", "torch", "numpy", "tinygrad")
 GROUPS = ("limits", "matmul", "elementwise", "reduce", "conv", "embedding", "overhead", "train_mlp", "train_cnn", "eager_mlp", "eager_gpt",
           "coldstart")
+# real models (bench/models/): tinycore, torch eager and torch.compile in one process, one thread; not in the default
+# run (tens of minutes on 2 cores): `--groups resnet18,gpt,digits`
+MODEL_GROUPS = ("resnet18", "gpt", "digits")
 N16M = 16 * 1024 * 1024
 
 # *** measuring ***
@@ -564,12 +568,22 @@ def group_eager_gpt(lib: Lib) -> dict:
     out[name] = result(t, None, "ms", first_step_s=first, first_loss=first_loss)
   return out
 
+# real models (bench/models/): each group runs tinycore, torch eager and torch.compile in the tinycore worker's process,
+# first_only: just the first step (the cold-compile-cache run)
+
+def group_model(lib: Lib, group: str, first_only: bool = False) -> dict:
+  if lib.name != "tinycore": return {}
+  sys.path.insert(0, ROOT)  # ahead of this script's folder, where `bench` would be this file
+  from bench.models import MODELS
+  return __import__(f"bench.models.{MODELS[group]}", fromlist=["bench"]).bench(lib.quick, first_only)
+
 # *** worker / driver ***
 
 def worker(lib_name: str, group: str, quick: bool) -> None:
   try:
     lib = make_lib(lib_name, quick)
-    res = globals()[f"group_{group}"](lib)
+    base = group.removesuffix(":first")
+    res = group_model(lib, base, group.endswith(":first")) if base in MODEL_GROUPS else globals()[f"group_{group}"](lib)
     if lib_name == "tinycore": res = {k: {**v, **target_info()} if isinstance(v, dict) else v for k, v in res.items()}
   except ImportError as e: res = {"_error": f"{lib_name} not installed ({e})"}
   except Exception as e:
@@ -599,6 +613,25 @@ def spawn(lib: str, group: str, quick: bool, env_extra: dict[str, str] | None = 
     if line.startswith("BENCHJSON "): return json.loads(line[len("BENCHJSON "):])
   return {"_error": f"worker exited {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:150] if proc.stderr.strip() else ''}"}
 
+def run_model_group(key: str, group: str, quick: bool, env: dict[str, str], raw: dict) -> list[str]:
+  """A real-model group: its first step with an empty compile cache (a process that stops there), then the whole bench
+  in a second process on the same cache (its first step is the warm one). One thread (THREADS=1 unless set); torch
+  limited to the march's ISA level as the peers elsewhere."""
+  env = {"THREADS": os.environ.get("THREADS", "1"), **env, **PEER_ISA_ENV.get(env.get("CLANG_MARCH", ""), {})}
+  errors = []
+  with tempfile.TemporaryDirectory() as d:
+    cold = spawn("tinycore", group + ":first", quick, {**env, "TINYCORE_CACHE_DIR": d}, timeout=3600)
+    res = spawn("tinycore", group, quick, {**env, "TINYCORE_CACHE_DIR": d}, timeout=7200)
+  for tag, r in (("cold", cold), ("", res)):
+    if "_error" in r: errors.append(f"{key}/{group}{' (' + tag + ')' if tag else ''}: {r['_error']}")
+  for case, v in res.items():
+    if case.startswith("_"): continue
+    v.update(group=group, load_avg=os.getloadavg())
+    if "first_step_s" in v: v["first_step_warm_s"] = v["first_step_s"]
+    if "first_step_s" in cold.get(case, {}): v["first_step_cold_s"] = cold[case]["first_step_s"]
+    raw.setdefault(key, {})[case] = v
+  return errors
+
 def fmt_t(r: dict) -> str:
   t, unit = r.get("t"), r.get("unit")
   if t is None: return r.get("note") or NA
@@ -613,7 +646,7 @@ def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter training loops")
   ap.add_argument("--libs", default=",".join(LIBS))
-  ap.add_argument("--groups", default=",".join(GROUPS))
+  ap.add_argument("--groups", default=",".join(GROUPS), help=f"default: all but the real models ({','.join(MODEL_GROUPS)})")
   ap.add_argument("--march", default=os.getenv("CLANG_MARCH", "native"),
                   help="CLANG_MARCH values to run tinycore with, comma-separated (e.g. native,x86-64-v3: AVX-512 and AVX2)")
   ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
@@ -635,8 +668,13 @@ def main() -> None:
     return [(lib if i == 0 else f"{lib}@{m}", {"CLANG_MARCH": m} if lib == "tinycore" else PEER_ISA_ENV.get(m, {})) for i, m in enumerate(marches)]
   runs = [r for lib in libs for r in run_keys(lib)]
   for g in groups:
-    for key, env in ([r for r in runs if r[0].split("@")[0] == ("numpy" if g == "limits" else "tinycore")] if g in ("limits", "coldstart") else runs):
+    only = "numpy" if g == "limits" else "tinycore" if g in ("coldstart",) + MODEL_GROUPS else None
+    for key, env in ([r for r in runs if r[0].split("@")[0] == only] if only else runs):
       lib = key.split("@")[0]
+      if g in MODEL_GROUPS:
+        errors += run_model_group(key, g, args.quick, env, raw)
+        print(f"  [{time.perf_counter()-t0:6.1f}s] {key:9s} {g:12s} done", file=sys.stderr)
+        continue
       if g == "coldstart":
         with tempfile.TemporaryDirectory() as d:
           cold = spawn(lib, g, args.quick, {**env, "TINYCORE_CACHE_DIR": d})
@@ -700,7 +738,8 @@ def render(raw: dict, rss: dict, libs: list[str], groups: list[str], errors: lis
 def _tables(raw: dict, rss: dict, libs: list[str], errors: list[str]) -> list[str]:
   lines: list[str] = []
   peers = [l for l in libs if l != "tinycore"]
-  cases = [c for c in raw.get("tinycore", {})] or sorted({c for l in libs for c in raw.get(l, {}) if c not in ("copy 256MB", "BLAS matmul 2048")})
+  cases = [c for c, r in raw.get("tinycore", {}).items() if r.get("group") not in MODEL_GROUPS] or \
+    sorted({c for l in libs for c in raw.get(l, {}) if c not in ("copy 256MB", "BLAS matmul 2048")})
   head = ["case", "tinycore", "rate"] + [x for p in peers for x in (p, f"x {p}")] + ["RSS MB (" + "/".join(libs) + ")"]
   lines += ["## Cases", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for c in cases:
@@ -721,6 +760,7 @@ def _tables(raw: dict, rss: dict, libs: list[str], errors: list[str]) -> list[st
     for l, c, r in train:
       lines.append(f"| {l} | {c} | {r['first_step_s']:.2f} s | {r['rss20_mb']:.0f} MB | {r['rss_end_mb']:.0f} MB | {r['steps']} | "
                    f"{r['peak_mb']:.0f} MB | {r['loss']:.3f} |")
+  lines += _model_tables(raw.get("tinycore", {}))
   checks = targets(raw)
   if checks:
     lines += ["", "## Targets (issues 6, 13 and 20), from this run", "", "| target | measured | met |", "|---|---|---|"]
@@ -729,10 +769,72 @@ def _tables(raw: dict, rss: dict, libs: list[str], errors: list[str]) -> list[st
   if errors: lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
   return lines
 
+def _model_tables(tc: dict) -> list[str]:
+  """The real models: CPU-time medians on one thread of tinycore (TinyJit) vs torch eager and torch.compile in the same
+  process, first steps, the loss check, and each library's training-loop memory (RSS of a process of its own)."""
+  models = {c: r for c, r in tc.items() if r.get("group") in MODEL_GROUPS}
+  if not models: return []
+  def ms(r: dict | None, unit: str | None = None) -> str:
+    if not r or r.get("t") is None: return NA
+    return f"{r['metric']:.0f} tok/s" if (unit or r.get("unit")) == "tok/s" else f"{r['t'] * 1e3:.1f} ms"
+  def x(r: dict, p: dict | None) -> str: return f"{p['t'] / r['t']:.2f}" if p and p.get("t") and r.get("t") else ""
+  def s_(v: float | None) -> str: return "" if v is None else f"{v:.1f} s"
+  r0 = next(iter(models.values()))
+  lines = ["", "## Real models (bench/models/)", "",
+           f"One thread (THREADS=1, torch.set_num_threads(1)), CPU time (process_time), medians; tinycore on {r0.get('cpu', '?')}, "
+           f"{r0.get('isa', '?')} (CLANG_MARCH={r0.get('march', '?')}); load average (1, 5, 15 min) during the group in the last column. "
+           "First step: tinycore's first call of the jitted step with an empty compile cache (cold) and with the cache the cold "
+           "run left (warm, a new process), wall time. torch.compile: inductor's first call (compile) apart. Loss: the first "
+           "step's loss (digits: the eval-mode loss) against torch's from the same weights, relative error.", "",
+           "| case | tinycore | torch eager | x eager | torch.compile | x compile | compile (inductor) | first step cold / warm | loss rel. err "
+           "| load |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+  for c, r in models.items():
+    tco = r.get("torch.compile")
+    ok = "" if "loss_rel_err" not in r else f"{r['loss_rel_err']:.1e}{'' if r['loss_ok'] else ' **FAIL**'}"
+    extra = f" (tokens equal {r['tokens_equal']:.0%})" if "tokens_equal" in r else ""
+    lines.append(f"| {c} | {ms(r)} | {ms(r.get('torch'), r.get('unit'))} | {x(r, r.get('torch'))} | {ms(tco)} | {x(r, tco)} | "
+                 f"{s_((tco or {}).get('compile_wall_s'))} | {s_(r.get('first_step_cold_s'))} / {s_(r.get('first_step_warm_s'))} | {ok}{extra} | "
+                 f"{' '.join(f'{v:.1f}' for v in r.get('load_avg', ()))} |")
+  mem = [(c, lib, m) for c, r in models.items() for lib, m in (r.get("memory") or {}).items()]
+  if mem:
+    lines += ["", "Training-loop memory, each library in a process of its own: RSS after imports (base), after the first step, after "
+              "step 20 and at the end; the process's peak; the loop's own peak (peak - base); tinycore's allocated buffers at the end.", "",
+              "| case | library | base | first step | step 20 | end | steps | peak | peak - base | tinycore buffers |", "|---" * 10 + "|"]
+    for c, lib, m in mem:
+      if "error" in m: lines.append(f"| {c} | {lib} | {m['error']} | | | | | | | |"); continue
+      lines.append(f"| {c} | {lib} | {m['rss_base_mb']:.0f} MB | {m['rss_setup_mb']:.0f} MB | {m['rss_early_mb']:.0f} MB | "
+                   f"{m['rss_end_mb']:.0f} MB | "
+                   f"{m['steps']} | {m['peak_mb']:.0f} MB | {m['peak_mb'] - m['rss_base_mb']:.0f} MB | "
+                   f"{'' if 'tc_buffers_mb' not in m else format(m['tc_buffers_mb'], '.0f') + ' MB'} |")
+  return lines
+
+def model_targets(tc: dict) -> list[tuple[str, str, bool]]:
+  """Issue 13's real-model targets."""
+  out: list[tuple[str, str, bool]] = []
+  for c, r in tc.items():
+    if r.get("group") not in MODEL_GROUPS or not r.get("t"): continue
+    if "loss_ok" in r: out.append((f"{c}: first loss within 1e-4 of torch's", f"{r['loss_rel_err']:.1e}", bool(r["loss_ok"])))
+    if r["group"] == "digits": continue
+    for peer, at_least in (("torch", 1.0), ("torch.compile", 0.8)):
+      p = r.get(peer) or {}
+      if p.get("t"): out.append((f"{c}: >= {at_least:g}x {peer}", f"{p['t'] / r['t']:.2f}x", p["t"] / r["t"] >= at_least))
+    if c.startswith("ResNet"):
+      for tag, limit in (("cold", 20), ("warm", 2)):
+        if (v := r.get(f"first_step_{tag}_s")) is not None: out.append((f"{c}: first step, {tag} compile cache < {limit} s", f"{v:.1f} s", v < limit))
+    mem = r.get("memory") or {}
+    t, p = mem.get("tinycore") or {}, mem.get("torch") or {}
+    if "peak_mb" in t and "peak_mb" in p:
+      a, b = t["peak_mb"] - t["rss_base_mb"], p["peak_mb"] - p["rss_base_mb"]
+      out.append((f"{c}: loop peak memory <= 1.2x torch eager's", f"{a:.0f} / {b:.0f} MB", a <= 1.2 * b))
+      grew = t["rss_end_mb"] - t["rss_early_mb"]
+      out.append((f"{c}: RSS flat after step 20", f"{grew:+.1f} MB over {t['steps'] - 20} steps", grew <= max(0.01 * t["rss_early_mb"], 1.0)))
+  return out
+
 def targets(raw: dict) -> list[tuple[str, str, bool]]:
   """Issue 6's and 20's targets, checked against the peers and machine limits measured in the same run."""
   tc, torch, tg = raw.get("tinycore", {}), raw.get("torch", {}), raw.get("tinygrad", {})
-  out: list[tuple[str, str, bool]] = []
+  out: list[tuple[str, str, bool]] = model_targets(tc)
   def t(lib: dict, case: str) -> float | None: return (lib.get(case) or {}).get("t")
   def vs(case: str, peer: dict, pname: str, at_least: float) -> None:
     a, b = t(tc, case), t(peer, case)

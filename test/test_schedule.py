@@ -213,3 +213,20 @@ def test_assigns_read_at_other_elements_stay_apart(device):
   np.testing.assert_allclose(a.numpy(), na, rtol=1e-6)
   np.testing.assert_allclose(b.numpy(), nb, rtol=1e-6)
   np.testing.assert_allclose(c.numpy(), na * nb, rtol=1e-5, atol=1e-6)
+
+def test_a_refused_fusion_rebuilds_only_its_kernel(monkeypatch):
+  """A fusion refused while building one kernel (a padded view of an unrealized value) makes that value a kernel of
+  its own; the kernels built before it are kept, not built again (once per refusal: quadratic in a train step)."""
+  import tinycore.engine.schedule as S
+  from tinycore.engine.schedule import create_schedule_with_vars
+  built, refused, ast, refuse_init = [], [], S._kernel_ast, S._Refuse.__init__
+  monkeypatch.setattr(S, "_kernel_ast", lambda b, r: (built.append(b), ast(b, r))[1])
+  monkeypatch.setattr(S._Refuse, "__init__", lambda self, base: (refused.append(base), refuse_init(self, base))[1])
+  a = Tensor(np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096).realize()
+  outs = [((a + i).exp() * 2).sum(1) for i in range(6)]
+  x = (a + 1).exp()
+  outs.append(x.pad(((1, 1), (1, 1))).sum(0) + x.sum(0).pad(((1, 1),)))
+  create_schedule_with_vars([o.lazydata for o in outs])
+  assert refused and len(built) == len({id(b) for b in built}) + len(refused)
+  xe = np.exp(np.arange(64 * 64, dtype=np.float64).reshape(64, 64) / 4096 + 1)
+  np.testing.assert_allclose(outs[-1].numpy(), np.pad(xe, 1).sum(0) + np.pad(xe.sum(0), 1), rtol=1e-5)

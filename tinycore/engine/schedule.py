@@ -418,13 +418,20 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
     if not multi: break
     # realize only the nodes nearest the consumers; what feeds them may then fuse into a single kernel again
     realizes |= {b for b in multi if not any(c in multi for c in children[b])}
-  # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again
+  # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again. The kernels
+  # built before stay: what is not realized has one consumer kernel (above), so the refused base was part of the
+  # kernel being built only (rebuilding them all on each refusal made a train step's first schedule quadratic)
+  kernels: dict[LazyBuffer, tuple] = {}
+  built_groups: dict | None = None
   while True:
     try:
-      # a group's kernel is keyed by its first member; the others are its outputs too
+      # a group's kernel is keyed by its first member; the others are its outputs too. A new grouping builds them all again
       groups = {g[0]: g for g in _assign_groups(graph, realizes)} if grouped else {}
-      kernels = {b: _group_ast(groups[b], realizes) if b in groups else _kernel_ast(b, realizes) for b in graph
-                 if b in realizes and b.op not in (Ops.COPY, Ops.EMPTY) and (b in groups or not any(b in g for g in groups.values()))}
+      if groups != built_groups: kernels, built_groups = {}, groups
+      members = {m for g in groups.values() for m in g[1:]}
+      for b in graph:
+        if b in realizes and b not in kernels and b not in members and b.op not in (Ops.COPY, Ops.EMPTY):
+          kernels[b] = _group_ast(groups[b], realizes) if b in groups else _kernel_ast(b, realizes)
     except _Refuse as r:
       realizes.add(r.base)
       continue
