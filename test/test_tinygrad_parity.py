@@ -44,3 +44,16 @@ def test_circular_pad_wrapping_more_than_once(pads):
   # and the one tinygrad's later tests ask for (NotImplementedError)
   for cls in (RuntimeError, ValueError, NotImplementedError):
     with pytest.raises(cls, match="wrap around more than once"): Tensor.randn(1, 1, 5, 5).pad(pads, mode="circular")
+
+def test_assign_to_a_view_of_a_buffer():
+  """An assign to a view of a realized buffer wrote a copy only (the buffer kept its values, silently): a reshape of the
+  whole buffer now writes through (as tinygrad 0.14 and torch); other views are refused with UnsupportedError."""
+  rng = np.random.default_rng(3)
+  src = rng.standard_normal(8).astype(np.float32)
+  c = Tensor.zeros(2, 4).contiguous().realize()
+  c.reshape(8).assign(Tensor(src)).realize()
+  np.testing.assert_array_equal(c.numpy(), src.reshape(2, 4))
+  c = Tensor.zeros(2, 4).contiguous().realize()
+  with pytest.raises(NotImplementedError, match="does not write through"): c.shrink(((0, 2), (1, 3))).assign(Tensor.ones(2, 2))
+  with pytest.raises(NotImplementedError, match="does not write through"): c.T.assign(Tensor.ones(4, 2))
+  np.testing.assert_array_equal(c.numpy(), np.zeros((2, 4), np.float32))

@@ -24,7 +24,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, to_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod, all_int, TRAINING
 from tinycore.lazy import LazyBuffer
-from tinycore.errors import ShapeError, DTypeError
+from tinycore.errors import ShapeError, DTypeError, UnsupportedError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -44,6 +44,9 @@ from tinycore.tensor.functional import FunctionalMixin
 from tinycore.tensor.autograd import AutogradMixin
 from tinycore.tensor.sharding import ShardMixin
 from tinycore.multi import MultiLazyBuffer, shards_of, to_devices
+
+# the ops whose result is a buffer tensors share (a realized one, or an in-place write pending into one)
+_HOLDS_BUFFER = frozenset((Ops.BUFFER, Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
@@ -274,8 +277,17 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._ctx, self.is_param
     for t in x._deepwalk():
       if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
-    buffer = not (self.lazydata._base is not None or not self.lazydata.st.contiguous or self.lazydata.base.op is Ops.CONST)
-    r = F.Assign.apply(x, target=self.lazydata if buffer else None)
+    lb = self.lazydata
+    if lb._base is not None and lb.base.op in _HOLDS_BUFFER:
+      # a view of a buffer other tensors may hold: a reshape of all of it writes through; other views are refused,
+      # never silently written into a copy (tinygrad writes them through)
+      if not (lb.st.contiguous and lb.size == lb.base.size):
+        raise UnsupportedError(f"assign to a non-contiguous view {self.shape} of a buffer {lb.base.shape} does not write through in "
+                               "tinycore yet: write with setitem on the tensor that holds the buffer (t[1:3] = v)")
+      r = F.Assign.apply(x.reshape(lb.base.shape), target=lb.base).reshape(self.shape)
+    else:
+      buffer = not (lb._base is not None or not lb.st.contiguous or lb.base.op is Ops.CONST)
+      r = F.Assign.apply(x, target=lb if buffer else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx
     if self._rg is None and r._rg: self._rg = True
