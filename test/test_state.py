@@ -233,3 +233,15 @@ def test_load_state_dict_0d_and_one_element():
         "num_batches_tracked": Tensor([5])}
   load_state_dict(bn, sd)
   assert bn.num_batches_tracked.shape == () and bn.num_batches_tracked.item() == 5 and bn.num_batches_tracked.dtype == dtypes.int64
+
+def test_state_dict_skips_variables_and_cycles():
+  """get_state_dict recursed without end into a Variable kept on a model (a UOp) and into cycles; both are skipped, a
+  tensor shared by two paths is listed under both (as tinygrad 0.14)."""
+  from tinycore import Variable
+  class M:
+    def __init__(self):
+      self.w, self.pos = Tensor.ones(2), Variable("pos", 1, 8).bind(3)
+      self.me, self.alias = self, [self.w]
+  m = M()
+  sd = get_state_dict(m)
+  assert sorted(sd) == ["alias.0", "w"] and sd["w"] is m.w and sd["alias.0"] is m.w

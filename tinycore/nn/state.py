@@ -14,6 +14,7 @@ import numpy as np
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod
+from tinycore.uop.uop import UOp
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "torch_load",
            "TorchLoadError", "SafetensorsError"]
@@ -22,20 +23,26 @@ __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "
 
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
   """Every Tensor reachable from obj, keyed by its dotted path. Objects are walked through __dict__ (or __slots__),
-  lists and tuples by index, dicts by key."""
+  lists and tuples by index, dicts by key; symbolic values (a Variable kept on a model) and an object met again inside
+  itself (a cycle) are not walked."""
+  return _state_dict(obj, prefix, tensor_type, set())
+
+def _state_dict(obj: Any, prefix: str, tensor_type: type, path: set[int]) -> dict[str, Tensor]:
   if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
-  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)  # namedtuple
-  if isinstance(obj, OrderedDict) or isinstance(obj, dict):
-    return {k: v for key, val in obj.items() for k, v in get_state_dict(val, f"{prefix}{key}.", tensor_type).items()}
-  if isinstance(obj, (list, tuple)):
-    return {k: v for i, x in enumerate(obj) for k, v in get_state_dict(x, f"{prefix}{i}.", tensor_type).items()}
-  if isinstance(obj, (str, bytes, int, float, bool, type(None), np.ndarray)) or callable(obj) and not hasattr(obj, "__dict__"): return {}
-  state: dict[str, Tensor] = {}
-  if hasattr(obj, "__dict__"): items = list(vars(obj).items())
-  elif hasattr(obj, "__slots__"): items = [(k, getattr(obj, k)) for k in obj.__slots__ if hasattr(obj, k)]
-  else: return {}
-  for k, v in items: state.update(get_state_dict(v, f"{prefix}{k}.", tensor_type))
-  return state
+  if isinstance(obj, (str, bytes, int, float, bool, type(None), np.ndarray, UOp)) or callable(obj) and not hasattr(obj, "__dict__"): return {}
+  if id(obj) in path: return {}
+  path.add(id(obj))
+  try:
+    if hasattr(obj, "_asdict"): items = list(obj._asdict().items())  # namedtuple
+    elif isinstance(obj, dict): items = list(obj.items())
+    elif isinstance(obj, (list, tuple)): items = list(enumerate(obj))
+    elif hasattr(obj, "__dict__"): items = list(vars(obj).items())
+    elif hasattr(obj, "__slots__"): items = [(k, getattr(obj, k)) for k in obj.__slots__ if hasattr(obj, k)]
+    else: return {}
+    state: dict[str, Tensor] = {}
+    for k, v in items: state.update(_state_dict(v, f"{prefix}{k}.", tensor_type, path))
+    return state
+  finally: path.discard(id(obj))
 
 def get_parameters(obj: Any) -> list[Tensor]:
   """The tensors of get_state_dict, each once."""
