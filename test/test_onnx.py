@@ -215,3 +215,60 @@ def test_batchnorm_folds_into_conv_and_constants_fold_at_load():
   run2 = OnnxRunner(m2)
   assert [n.op_type for _, n, _, _ in run2.graph.nodes] == ["Conv", "BatchNormalization", "If"]
   np.testing.assert_allclose(run2({"x": x.astype(np.float32)})["z"].numpy(), c.numpy(), rtol=1e-4, atol=1e-4)
+
+# *** narrow element types (narrow.py): carried unpacked, each cast compared with ml_dtypes' (onnx's reference) ***
+NARROW_FLOATS = {TensorProto.FLOAT8E4M3FN: "float8_e4m3fn", TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz", TensorProto.FLOAT8E5M2: "float8_e5m2",
+                 TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz", TensorProto.FLOAT4E2M1: "float4_e2m1fn"}
+
+def _cast_model(to, n, saturate=None, round_mode=None, src=TensorProto.FLOAT):
+  kw = {k: v for k, v in (("saturate", saturate), ("round_mode", round_mode)) if v is not None}
+  return model([helper.make_node("Cast", ["x"], ["y"], to=to, **kw)], [vi("x", src, (n,))], [vi("y", to, (n,))], opset=25)
+
+def _floats_across_exponents(seed=0):
+  r = np.random.default_rng(seed)
+  x = (r.uniform(1, 2, 3000) * 2.0 ** r.integers(-20, 20, 3000) * r.choice([-1, 1], 3000)).astype(np.float32)
+  return np.concatenate([x, np.array([0, -0.0, np.inf, -np.inf, np.nan, 448, 460, 470, 240, 57344, 61440, 6, 5, 7], np.float32)])
+
+@pytest.mark.parametrize("code", list(NARROW_FLOATS), ids=list(NARROW_FLOATS.values()))
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_narrow_floats_rounds_as_ml_dtypes(code, saturate):
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  dt, x = getattr(ml_dtypes, NARROW_FLOATS[code]), _floats_across_exponents()
+  fmax = float(ml_dtypes.finfo(dt).max)
+  ref = (np.clip(x, -fmax, fmax) if saturate else x).astype(dt).astype(np.float32)
+  got = TinycoreBackend.prepare(_cast_model(code, len(x), saturate)).run([x])[0]
+  assert got.dtype == dt
+  np.testing.assert_array_equal(got.astype(np.float32), ref)
+
+@pytest.mark.parametrize("name, code", [("int4", TensorProto.INT4), ("uint4", TensorProto.UINT4), ("int2", TensorProto.INT2),
+                                        ("uint2", TensorProto.UINT2)])
+def test_narrow_ints_truncate_and_wrap_as_ml_dtypes_and_round_trip(name, code):
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x = np.linspace(-40, 40, 321).astype(np.float32)
+  got = TinycoreBackend.prepare(_cast_model(code, len(x))).run([x])[0]
+  np.testing.assert_array_equal(got, x.astype(getattr(ml_dtypes, name)))
+  back = TinycoreBackend.prepare(_cast_model(TensorProto.FLOAT, len(x), src=code)).run([got])[0]  # an input of the type, unpacked
+  np.testing.assert_array_equal(back, got.astype(np.float32))
+
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_float8e8m0_as_onnx_numpy_helper(round_mode, saturate):
+  pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x = np.concatenate([np.abs(_floats_across_exponents(1)), np.array([2.0 ** 127 * 1.5, 2.0 ** -126, 1e-40, 3.0 * 2 ** 126], np.float32)])
+  ref = numpy_helper.to_float8e8m0(x, bool(saturate), round_mode)
+  got = TinycoreBackend.prepare(_cast_model(TensorProto.FLOAT8E8M0, len(x), saturate, round_mode)).run([x])[0]
+  np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
+
+def test_quantize_to_int4_saturates_to_its_range():
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x, scale = np.linspace(-30, 30, 61).astype(np.float32), numpy_helper.from_array(np.array(2.0, np.float32), "s")
+  zero = helper.make_tensor("z", TensorProto.INT4, (), [1])
+  m = model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], [vi("x", shape=(61,))], [vi("y", TensorProto.INT4, (61,))],
+            [scale, zero], opset=21)
+  got, ref = TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0]
+  assert got.min() == -8 and got.max() == 7
+  np.testing.assert_array_equal(got, ref)

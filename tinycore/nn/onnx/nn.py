@@ -12,6 +12,7 @@ from tinycore.dtype import dtypes
 from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import axis_of, dtype_of, int_list
+from tinycore.nn.onnx.narrow import NARROW, NarrowInt
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -193,11 +194,17 @@ def _per_axis(t: Tensor, x: Tensor, axis: int, block_size: int = 0) -> Tensor:
 
 @onnx_op()
 def QuantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, saturate: int = 1, block_size: int = 0,
-                   output_dtype: int = 0, precision: int = 0) -> Tensor:
-  dt = zero.dtype if zero is not None else dtype_of(output_dtype, "QuantizeLinear output_dtype") if output_dtype else dtypes.uint8
+                   output_dtype: int = 0, precision: int = 0, _out_types: list[int] = ()) -> Tensor:
+  """Integers round and saturate; the 8- and 4-bit floats take the nearest value (narrow.py), saturating as `saturate` says.
+  The output's ONNX type (from shape inference) names a narrow type that zero's carrier dtype does not tell."""
+  narrow = NARROW.get(_out_types[0] if _out_types else output_dtype)
+  dt = narrow.carrier if narrow else zero.dtype if zero is not None else \
+    dtype_of(output_dtype, "QuantizeLinear output_dtype") if output_dtype else dtypes.uint8
   z = _per_axis(zero, x, axis, block_size).cast(dtypes.float32) if zero is not None else 0
-  y = (x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)).round() + z
-  return y.clip(dtypes.min(dt), dtypes.max(dt)).cast(dt)
+  y = x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)
+  if narrow is not None and not isinstance(narrow, NarrowInt): return narrow.cast(y + z, bool(saturate))
+  lo, hi = (narrow.lo, narrow.hi) if narrow else (dtypes.min(dt), dtypes.max(dt))
+  return (y.round() + z).clip(lo, hi).cast(dt)
 
 @onnx_op()
 def DequantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:

@@ -5,7 +5,8 @@ An implementation is a plain function named after the op, registered with `@onnx
 - its keyword-only parameters are the attributes it understands, with ONNX's defaults;
 - it returns a Tensor, or a tuple of Tensors for an op with several outputs;
 - keyword-only parameters named with a leading underscore are not attributes: the runner fills `_noutputs` (how many
-  outputs the node asks for), `_version` (the op version in effect) and `_scope` (the values a subgraph sees) where
+  outputs the node asks for), `_version` (the op version in effect), `_out_types` (the ONNX element types of the
+  node's outputs, from shape inference; 0 where unknown) and `_scope` (the values a subgraph sees) where
   an implementation declares them.
 The rules a node is checked against when a model is loaded (never in the middle of a run):
 - the op's version in effect is the newest version of the op (per ONNX's schemas) at or below the model's opset for the

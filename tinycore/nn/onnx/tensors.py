@@ -1,7 +1,8 @@
 """ONNX's element types as tinycore dtypes, and the small conversions the ops share.
 
 ONNX names an element type by a number (TensorProto.DataType); the ones tinycore has a dtype for are listed in DTYPES.
-The others (strings, complex numbers, the 8-, 4- and 2-bit floats and ints) are refused when a model is loaded. An
+The narrow ones (4- and 2-bit ints, 8- and 4-bit floats) are carried in a wider dtype (narrow.py); the others
+(strings, complex numbers) are refused when a model is loaded. An
 input an op needs as Python numbers (a shape, axes, pads) is read off its Tensor with `ints` or `floats`: such inputs
 are small, and most are initializers or Constant nodes whose values are on the host already. A *host value* (shapes.py)
 is a small integer Tensor whose Python value is remembered here: `ints` reads it without touching the device."""
@@ -10,13 +11,12 @@ import weakref
 from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
+from tinycore.nn.onnx.narrow import NARROW
 
 # TensorProto.DataType numbers -> tinycore dtypes
 DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64,
                             9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16}
-UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
-                               19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
-                               25: "UINT2", 26: "INT2"}
+UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128"}
 
 HOST_MAX = 16
 _HOST: dict[int, tuple[weakref.ref, Any]] = {}  # id(tensor) -> (weakref to it, its Python value)
@@ -39,6 +39,7 @@ def small_int(t: Tensor) -> bool: return dtypes.is_int(t.dtype) and t.ndim <= 1 
 def dtype_of(code: int, what: str) -> DType:
   """The tinycore dtype of ONNX element type `code`; NotImplementedError naming `what` needs it otherwise."""
   if code in DTYPES: return DTYPES[code]
+  if code in NARROW: return NARROW[code].carrier
   raise NotImplementedError(f"{what}: ONNX element type {UNSUPPORTED.get(code, code)} has no tinycore dtype")
 
 def ints(t: Tensor | None, default: Any = None) -> Any:
