@@ -45,10 +45,16 @@ def test_op_version_outside_the_implemented_range_is_refused():
   with pytest.raises(NotImplementedError, match=r"Upsample.*versions 7-9"): OnnxRunner(m)
 
 def test_other_domains_are_refused():
-  n = helper.make_node("Binarizer", ["x"], ["y"], name="b", domain="ai.onnx.ml")
+  n = helper.make_node("Frobnicate", ["x"], ["y"], name="b", domain="com.example")
   m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]),
+                        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+  with pytest.raises(NotImplementedError, match=r"domain 'com.example' is not supported, only ai.onnx, ai.onnx.ml"): OnnxRunner(m)
+
+def test_an_op_of_a_known_domain_tinycore_lacks_is_named():
+  n = helper.make_node("LinearClassifier", ["x"], ["y", "z"], name="lc", domain="ai.onnx.ml", coefficients=[1.0, 2.0, 3.0])
+  m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y"), vi("z")]),
                         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-  with pytest.raises(NotImplementedError, match=r"domain 'ai.onnx.ml'"): OnnxRunner(m)
+  with pytest.raises(NotImplementedError, match=r"does not implement ai.onnx.ml.LinearClassifier"): OnnxRunner(m)
 
 def test_a_dtype_the_device_does_not_declare_is_named(monkeypatch):
   monkeypatch.setattr(runner_module, "is_dtype_supported", lambda dt, device=None: dt != dtypes.float64)
@@ -272,3 +278,80 @@ def test_quantize_to_int4_saturates_to_its_range():
   got, ref = TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0]
   assert got.min() == -8 and got.max() == 7
   np.testing.assert_array_equal(got, ref)
+
+# *** training ops (ai.onnx.preview.training), training modes and ai.onnx.ml: numpy float64 and ONNX's reference evaluator ***
+def _training_model(nodes, inputs, outputs, inits=()):
+  g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.preview.training", 1)])
+
+@pytest.mark.parametrize("step", [0, 3])
+def test_adam_updates_two_tensors_as_its_formula(step):
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  r = np.random.default_rng(step)
+  xs, gs, vs, hs = ([r.standard_normal(s).astype(np.float32) for s in ((3,), (2, 2))] for _ in range(4))
+  hs = [np.abs(h) for h in hs]
+  names = [f"{k}{i}" for k in "xgvh" for i in range(2)]
+  node = helper.make_node("Adam", ["r", "t", *names], [f"{k}{i}_new" for k in "xvh" for i in range(2)], domain="ai.onnx.preview.training",
+                          alpha=0.8, beta=0.95, epsilon=1e-3, norm_coefficient=0.01, norm_coefficient_post=0.02)
+  arrays = [*xs, *gs, *vs, *hs]
+  ins = [vi("r", shape=()), vi("t", TensorProto.INT64, ())] + [vi(n, shape=a.shape) for n, a in zip(names, arrays)]
+  outs = [vi(o, shape=None) for o in node.output]
+  got = TinycoreBackend.prepare(_training_model([node], ins, outs)).run([np.float32(0.1), np.int64(step), *arrays])
+  for i in range(2):
+    x, g, v, h = (a.astype(np.float64) for a in (xs[i], gs[i], vs[i], hs[i]))
+    g = g + 0.01 * x
+    v, h = 0.8 * v + 0.2 * g, 0.95 * h + 0.05 * g * g
+    lr = 0.1 * np.sqrt(1 - 0.95 ** step) / (1 - 0.8 ** step) if step > 0 else 0.1
+    np.testing.assert_allclose(got[i], (x - lr * v / (np.sqrt(h) + 1e-3)) * 0.98, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[2 + i], v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[4 + i], h, rtol=1e-5, atol=1e-6)
+
+def test_gradient_differentiates_the_graph_by_its_inputs():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  nodes = [helper.make_node("Sin", ["a"], ["s"]), helper.make_node("Mul", ["s", "b"], ["y"]),
+           helper.make_node("Gradient", ["a", "b"], ["da", "db"], domain="ai.onnx.preview.training", xs=["a", "b"], y="y")]
+  m = _training_model(nodes, [vi("a", shape=()), vi("b", shape=())], [vi("y", shape=()), vi("da", shape=()), vi("db", shape=())])
+  y, da, db = TinycoreBackend.prepare(m).run([np.float32(0.7), np.float32(-1.5)])
+  np.testing.assert_allclose([y, da, db], [np.sin(0.7) * -1.5, np.cos(0.7) * -1.5, np.sin(0.7)], rtol=1e-6)
+
+def test_batchnorm_training_mode_uses_batch_statistics():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  r = np.random.default_rng(0)
+  x, scale, bias, mean, var = r.standard_normal((4, 3, 5)), r.standard_normal(3), r.standard_normal(3), r.standard_normal(3), r.uniform(1, 2, 3)
+  node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1, momentum=0.7, epsilon=1e-3)
+  m = model([node], [vi(n, TensorProto.DOUBLE, a.shape) for n, a in zip("xsbmv", (x, scale, bias, mean, var))],
+            [vi("y", TensorProto.DOUBLE, x.shape), vi("rm", TensorProto.DOUBLE, (3,)), vi("rv", TensorProto.DOUBLE, (3,))], opset=15)
+  y, rm, rv = TinycoreBackend.prepare(m).run([x, scale, bias, mean, var])
+  bm, bv = x.mean((0, 2)), x.var((0, 2))
+  mom, eps = float(np.float32(0.7)), float(np.float32(1e-3))  # ONNX float attributes are float32
+  np.testing.assert_allclose(y, (x - bm[:, None]) / np.sqrt(bv[:, None] + eps) * scale[:, None] + bias[:, None], rtol=1e-10)
+  np.testing.assert_allclose(rm, mom * mean + (1 - mom) * bm, rtol=1e-10)
+  np.testing.assert_allclose(rv, mom * var + (1 - mom) * bv, rtol=1e-10)
+
+def test_dropout_training_mode_keeps_one_minus_ratio_scaled():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  node = helper.make_node("Dropout", ["x", "p", "t"], ["y", "mask"])
+  m = model([node], [vi("x", shape=(200, 100)), vi("p", shape=()), vi("t", TensorProto.BOOL, ())],
+            [vi("y", shape=(200, 100)), vi("mask", TensorProto.BOOL, (200, 100))], opset=13)
+  x = np.random.default_rng(0).uniform(1, 2, (200, 100)).astype(np.float32)
+  y, mask = TinycoreBackend.prepare(m).run([x, np.float32(0.25), np.bool_(True)])
+  assert abs(mask.mean() - 0.75) < 0.02
+  np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0), rtol=1e-6)
+
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_tree_ensemble_as_onnx_reference(aggregate):
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  # two trees: tree 0 is nodes 0-2 (node 0 splits to nodes 1 and 2, each to two leaves), tree 1 is node 3 (two leaves)
+  modes = numpy_helper.from_array(np.array([0, 3, 2, 1], np.uint8), "nodes_modes")
+  splits = numpy_helper.from_array(np.array([0.5, -0.2, 0.1, 0.0], np.float64), "nodes_splits")
+  weights = numpy_helper.from_array(np.array([1.5, -2.0, 3.0, 0.25, 4.0, -1.0], np.float64), "leaf_weights")
+  node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=3, aggregate_function=aggregate, tree_roots=[0, 3],
+                          nodes_modes=modes, nodes_splits=splits, nodes_featureids=[0, 1, 2, 1], nodes_truenodeids=[1, 0, 2, 4],
+                          nodes_trueleafs=[0, 1, 1, 1], nodes_falsenodeids=[2, 1, 3, 5], nodes_falseleafs=[0, 1, 1, 1],
+                          leaf_targetids=[0, 1, 2, 0, 1, 2], leaf_weights=weights, nodes_missing_value_tracks_true=[0, 1, 0, 0])
+  m = helper.make_model(helper.make_graph([node], "g", [vi("x", TensorProto.DOUBLE, (50, 3))], [vi("y", TensorProto.DOUBLE, (50, 3))]),
+                        opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+  x = np.random.default_rng(aggregate).standard_normal((50, 3))
+  x[::7, 1] = np.nan
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-12)

@@ -203,9 +203,13 @@ def NonZero(x: Tensor, /) -> Tensor:
 @onnx_op()
 def Dropout(x: Tensor, ratio_input: Tensor | None = None, training_mode: Tensor | None = None, /, *, seed: int | None = None, is_test: int = 0,
             ratio: float = 0.5, consumed_inputs: list[int] | None = None) -> tuple[Tensor, Tensor]:
-  """Inference only: the input passes through and the mask is all true (ONNX runtimes do the same without training_mode)."""
-  if training_mode is not None and training_mode.item(): raise NotImplementedError("ONNX Dropout with training_mode=True (training is not supported)")
-  return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+  """Without training_mode the input passes through and the mask is all true; with it each element is kept with
+  probability 1 - ratio (tinycore's generator: Tensor.manual_seed, not the node's seed) and scaled by 1 / (1 - ratio).
+  training_mode and ratio are read on the host."""
+  p = floats(ratio_input, ratio)
+  if training_mode is None or not training_mode.item() or p == 0: return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+  keep = Tensor.rand(*x.shape, device=x.device) >= p
+  return keep.where(x / (1 - p), 0).cast(x.dtype), keep
 
 @onnx_op(values={"mode": ("linear", "circular")})
 def TensorScatter(past: Tensor, update: Tensor, write_indices: Tensor | None = None, /, *, mode: str = "linear", axis: int = -2) -> Tensor:

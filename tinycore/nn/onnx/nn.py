@@ -3,8 +3,8 @@
 Spatial attributes follow ONNX: `pads` lists every begin then every end ([x1_begin, x2_begin, x1_end, x2_end]);
 `auto_pad` SAME_UPPER / SAME_LOWER pads so that the output is ceil(input / stride), the odd one at the end / the
 begin; `strides` default to 1 (pools too), `dilations` to 1. Tensor's conv and pool methods take torch's padding
-order (the last dim first), which `_torch_pads` writes. Normalizations compute in the input's dtype; only inference
-(no training_mode) is supported."""
+order (the last dim first), which `_torch_pads` writes. Normalizations compute in the input's dtype;
+BatchNormalization's training_mode normalizes with the batch's statistics."""
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
@@ -105,11 +105,20 @@ def GlobalLpPool(x: Tensor, /, *, p: int = 2) -> Tensor: return x.abs().pow(p).s
 
 def _channel(t: Tensor, ndim: int) -> Tensor: return t.reshape(1, -1, *[1] * (ndim - 2))
 
-@onnx_op(values={"training_mode": (0,)})
+@onnx_op()
 def BatchNormalization(x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor, /, *, epsilon: float = 1e-5, momentum: float = 0.9,
-                       training_mode: int = 0, spatial: int = 1, is_test: int = 0, consumed_inputs: list[int] | None = None) -> Tensor:
-  """Inference: normalise with the running statistics given."""
-  return (x - _channel(mean, x.ndim)) * _channel((var + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+                       training_mode: int = 0, spatial: int = 1, is_test: int = 0,
+                       consumed_inputs: list[int] | None = None) -> Tensor | tuple[Tensor, ...]:
+  """Inference: normalise with the running statistics given. training_mode: with the batch's mean and (biased) variance
+  over every axis but the channels', and also give the running statistics updated with `momentum`."""
+  if not training_mode:
+    return (x - _channel(mean, x.ndim)) * _channel((var + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+  axes = tuple(i for i in range(x.ndim) if i != 1)
+  bmean = x.mean(axes)
+  d = x - _channel(bmean, x.ndim)
+  bvar = (d * d).mean(axes)
+  y = d * _channel((bvar + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+  return y, mean * momentum + bmean * (1 - momentum), var * momentum + bvar * (1 - momentum)
 
 def _normalize(x: Tensor, axes: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
   mean = x.mean(axes, keepdim=True)

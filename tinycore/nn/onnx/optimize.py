@@ -18,7 +18,7 @@ from tinycore.tensor import Tensor
 Graph = Any  # a tinycore.nn.onnx.runner.Graph (not imported: the runner imports this module)
 
 FOLD_MAX_ELEMENTS = 1 << 16
-RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"})
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"})
 
 def optimize(g: Graph) -> None:
   """Fold BatchNormalization into Conv, then constants, in place."""

@@ -27,7 +27,7 @@ from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
-from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
+from tinycore.nn.onnx import spectral, detection, sequence, randomness, training, ml  # noqa: F401  (each module registers its ops)
 from tinycore.nn.onnx.tensors import dtype_of, small_int, remember
 from tinycore.nn.onnx.narrow import NARROW, to_carrier
 from tinycore.nn.onnx.optimize import optimize
@@ -73,7 +73,7 @@ class Graph:
       n, i = pending.pop(0), i + 1
       label = n.name or f"#{i} ({n.op_type})"
       op_opset = opset.get(n.domain or "", opset.get("ai.onnx", 1))
-      if n.op_type not in registry.REGISTRY and n.domain in ("", "ai.onnx") and (fn := functions.body(n, op_opset, types)) is not None:
+      if n.op_type not in registry.REGISTRY and n.domain in registry.DEFAULT_DOMAINS and (fn := functions.body(n, op_opset, types)) is not None:
         pending[:0] = functions.expand(n, *fn, prefix=f"{label}/")
         continue
       attrs: dict[str, Any] = {}
@@ -90,7 +90,8 @@ class Graph:
           raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {kind} is not supported")
       impl = registry.find(n.op_type, n.domain, op_opset, label, attrs)
       if impl.name == "Cast": self._check_dtype(dtype_of(attrs["to"], f"Cast in node {label!r}"), f"Cast target in node {label!r}")
-      private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", registry.op_version(n.op_type, "", opset.get("", 1))),
+      version = registry.op_version(n.op_type, "" if n.domain in registry.DEFAULT_DOMAINS else n.domain, op_opset)
+      private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", version),
                                    ("_out_types", [elem_type(types.get(o)) for o in n.output])) if k in impl.private}
       self.nodes.append((impl, n, attrs, private))
       known |= set(n.output)
