@@ -355,3 +355,29 @@ def test_tree_ensemble_as_onnx_reference(aggregate):
   x = np.random.default_rng(aggregate).standard_normal((50, 3))
   x[::7, 1] = np.nan
   np.testing.assert_allclose(TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-12)
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_vectorizer_as_onnx_reference(mode):
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  # 1-grams 1, 2, 5; 2-grams (1,2), (2,2), (5,1); 3-gram (1,2,2); output columns shuffled
+  node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=1, max_gram_length=3, max_skip_count=2,
+                          ngram_counts=[0, 3, 9], ngram_indexes=[6, 0, 3, 1, 5, 2, 4], pool_int64s=[1, 2, 5, 1, 2, 2, 2, 5, 1, 1, 2, 2],
+                          weights=[0.5, 1.0, 2.0, 3.0, 0.25, 1.5, 4.0])
+  m = model([node], [vi("x", TensorProto.INT64, (3, 12))], [vi("y", shape=(3, 7))], opset=9)
+  x = np.random.default_rng(1).integers(0, 6, (3, 12)).astype(np.int64)
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-6)
+
+def test_flex_attention_with_a_score_mod_graph_as_onnx_reference():
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  mod = helper.make_graph([helper.make_node("Tanh", ["s"], ["t"]), helper.make_node("Mul", ["t", "c"], ["u"])], "mod",
+                          [vi("s", shape=(2, 4, 5, 6))], [vi("u", shape=(2, 4, 5, 6))], [numpy_helper.from_array(np.array(3.0, np.float32), "c")])
+  node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", score_mod=mod, scale=0.3)
+  g = helper.make_graph([node], "g", [vi("q", shape=(2, 4, 5, 8)), vi("k", shape=(2, 2, 6, 8)), vi("v", shape=(2, 2, 6, 3))],
+                        [vi("y", shape=(2, 4, 5, 3))])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("ai.onnx.preview", 1)])
+  r = np.random.default_rng(0)
+  q, k, v = (r.standard_normal(s).astype(np.float32) for s in ((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)))
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([q, k, v])[0], ReferenceEvaluator(m).run(None, {"q": q, "k": k, "v": v})[0],
+                             rtol=1e-5, atol=1e-6)
