@@ -381,3 +381,20 @@ def test_flex_attention_with_a_score_mod_graph_as_onnx_reference():
   q, k, v = (r.standard_normal(s).astype(np.float32) for s in ((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)))
   np.testing.assert_allclose(TinycoreBackend.prepare(m).run([q, k, v])[0], ReferenceEvaluator(m).run(None, {"q": q, "k": k, "v": v})[0],
                              rtol=1e-5, atol=1e-6)
+
+def test_attention_scale_from_shape_and_constant_gathers_cost_no_kernels():
+  # as torch's attention exports: scale = sqrt(1 / sqrt(float(shape[-1]))) from Shape on every call, q/k/v split by Gather 0/1/2
+  from tinycore import GlobalCounters
+  one = numpy_helper.from_array(np.array([1.0], np.float32), "one")
+  idx = [numpy_helper.from_array(np.array(i, np.int64), f"i{i}") for i in range(3)]
+  nodes = [helper.make_node("Shape", ["x"], ["s"], start=-1), helper.make_node("Cast", ["s"], ["f"], to=TensorProto.FLOAT),
+           helper.make_node("Sqrt", ["f"], ["r"]), helper.make_node("Div", ["one", "r"], ["d"]), helper.make_node("Sqrt", ["d"], ["scale"]),
+           *[helper.make_node("Gather", ["x", f"i{i}"], [f"g{i}"], axis=0) for i in range(3)],
+           helper.make_node("Mul", ["g0", "scale"], ["m"]), helper.make_node("Add", ["m", "g1"], ["a"]), helper.make_node("Sub", ["a", "g2"], ["y"])]
+  m = model(nodes, [vi("x", shape=(3, 4, 16))], [vi("y", shape=(4, 16))], [one, *idx])
+  x = np.random.default_rng(0).standard_normal((3, 4, 16)).astype(np.float32)
+  run, xt = OnnxRunner(m), Tensor(x).realize()
+  GlobalCounters.reset()
+  y = run({"x": xt})["y"].numpy()
+  assert GlobalCounters.kernel_count == 1, "one fused kernel: the scale is a constant, the gathers are views"
+  np.testing.assert_allclose(y, x[0] * np.sqrt(1 / np.sqrt(16.0)) + x[1] - x[2], rtol=1e-6)

@@ -9,7 +9,7 @@ from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, DTYPES
+from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, host_value, DTYPES
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 
@@ -73,7 +73,10 @@ def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | No
 
 @onnx_op()
 def Gather(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:
+  """A host-value index (a constant, a shape) is wrapped on the host; a single one is a view (attention's packed q, k, v
+  split by Gather 0/1/2 costs no kernel)."""
   a = axis_of(axis, x.ndim)
+  if isinstance(v := host_value(idx), int): return x[(slice(None),) * a + (v + x.shape[a] if v < 0 else v,)]
   return x[(slice(None),) * a + (_wrap(idx, x.shape[a]),)]
 
 @onnx_op()

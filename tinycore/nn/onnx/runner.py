@@ -28,7 +28,7 @@ from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
 from tinycore.nn.onnx import spectral, detection, sequence, randomness, training, ml  # noqa: F401  (each module registers its ops)
-from tinycore.nn.onnx.tensors import dtype_of, small_int, remember
+from tinycore.nn.onnx.tensors import dtype_of, host_kind, remember
 from tinycore.nn.onnx.narrow import NARROW, to_carrier
 from tinycore.nn.onnx.optimize import optimize
 from tinycore.nn.onnx import shapes
@@ -97,7 +97,7 @@ class Graph:
       known |= set(n.output)
     optimize(self)
     for t in self.initializers.values():
-      if small_int(t): remember(t, t.tolist())
+      if host_kind(t): remember(t, t.tolist())
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):

@@ -32,9 +32,15 @@ def remember(t: Tensor, v: Any) -> Tensor:
   _HOST[key] = (weakref.ref(t, lambda _: _HOST.pop(key, None)), v)
   return t
 
-def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor: return remember(Tensor(v, dtype=dtype, device=device), v)
+def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor:
+  """A host value as a Tensor: one element as a constant (a kernel that reads it gets an immediate, not a buffer)."""
+  if isinstance(v, list) and len(v) == 1: return remember(Tensor.full((1,), v[0], dtype=dtype, device=device), v)
+  return remember(Tensor(v, dtype=dtype, device=device), v)
 
-def small_int(t: Tensor) -> bool: return dtypes.is_int(t.dtype) and t.ndim <= 1 and t.numel() <= HOST_MAX
+HOST_FLOATS = (dtypes.float32, dtypes.float64)  # float host values: each step rounded to the dtype (shapes.py)
+def host_kind(t: Tensor) -> bool:
+  """Whether t may be a host value: a small integer, float32 or float64 Tensor, 0-d or 1-d."""
+  return (dtypes.is_int(t.dtype) or t.dtype in HOST_FLOATS) and t.ndim <= 1 and t.numel() <= HOST_MAX
 
 def dtype_of(code: int, what: str) -> DType:
   """The tinycore dtype of ONNX element type `code`; NotImplementedError naming `what` needs it otherwise."""
@@ -57,7 +63,8 @@ def int_list(t: Tensor | None, default: Any = None) -> Any:
 def floats(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d Tensor as a Python float or list of floats (`default` for an absent input)."""
   if t is None: return default
-  v = t.tolist()
+  v = host_value(t)
+  if v is None: v = t.tolist()
   return [float(x) for x in v] if isinstance(v, list) else float(v)
 
 def axis_of(axis: int, ndim: int) -> int: return axis + ndim if axis < 0 else axis
