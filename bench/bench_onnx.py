@@ -3,30 +3,36 @@
 
     .venv/bin/python bench/bench_onnx.py             # ResNet-18 at batch 1 and 8 (224x224), the Transformer encoder
     .venv/bin/python bench/bench_onnx.py --quick     # fewer repetitions
+    .venv/bin/python bench/bench_onnx.py --threads 0 # every runtime on all the cores it finds (wall time)
 
 The models are test/onnx_models.py's (seeded random weights), exported by torch.onnx.export. Each runtime is warmed up
 (tinycore: the first call compiles, the second records the JIT, the third replays), then timed; the table shows the
-median of the timed runs and the ratio `peer time / tinycore time` (above 1: tinycore is faster), the kernel count of
-one tinycore run and its first-run time (loading and compiling). Every runtime uses all the cores it finds."""
+median of the timed runs and the ratio `peer time / tinycore time` (above 1: tinycore is faster), the kernels of one
+call after the first (the first also copies the weights to the device), and the first-run time (loading and compiling).
+
+By default every runtime runs on one thread (tinycore THREADS=1, onnxruntime intra/inter-op 1, torch.set_num_threads(1))
+and the time is the process's CPU time for the call (time.process_time): on a shared machine the wall time of a call
+includes the time other jobs held the core, its CPU time does not. The load average is printed with the table."""
 from __future__ import annotations
 import argparse, os, statistics, sys, time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
 
-def median_s(fn, reps: int) -> float:
+def median_ms(fn, reps: int, clock) -> float:
   times = []
   for _ in range(reps):
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    times.append(time.perf_counter() - t0)
-  return statistics.median(times)
+    times.append(clock() - t0)
+  return statistics.median(times) * 1e3
 
-def bench(name: str, batch: int, reps: int) -> dict:
+def bench(name: str, batch: int, reps: int, threads: int) -> dict:
   import torch, onnxruntime as ort
   import onnx_models
   from tinycore import Tensor, TinyJit, GlobalCounters
   from tinycore.nn.onnx import OnnxRunner
+  clock = time.process_time if threads == 1 else time.perf_counter
   model, x = onnx_models.build(name)
   if name != "Encoder": x = x.expand(batch, -1, -1, -1).contiguous()
   data = onnx_models.export(model, x, dynamic_batch=True)
@@ -34,29 +40,42 @@ def bench(name: str, batch: int, reps: int) -> dict:
   t0 = time.perf_counter()
   run = OnnxRunner(data)
   xt = Tensor(feed).realize()
-  GlobalCounters.reset()
   first = run({"input": xt})["output"].numpy()
-  first_s, kernels = time.perf_counter() - t0, GlobalCounters.kernel_count
+  first_s = time.perf_counter() - t0
+  GlobalCounters.reset()
+  run({"input": xt})["output"].realize()
+  kernels = GlobalCounters.kernel_count
   jit = TinyJit(lambda t: run({"input": t})["output"].realize())
   for _ in range(3): jit(xt)
-  tc = median_s(lambda: jit(xt).numpy(), reps)
-  sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+  tc = median_ms(lambda: jit(xt).numpy(), reps, clock)
+  opts = ort.SessionOptions()
+  if threads: opts.intra_op_num_threads, opts.inter_op_num_threads = threads, threads
+  sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
   ref = sess.run(None, {"input": feed})[0]
-  rt = median_s(lambda: sess.run(None, {"input": feed}), reps)
+  for _ in range(2): sess.run(None, {"input": feed})
+  rt = median_ms(lambda: sess.run(None, {"input": feed}), reps, clock)
+  if threads: torch.set_num_threads(threads)
   with torch.no_grad():
     for _ in range(2): model(x)
-    th = median_s(lambda: model(x), reps)
+    th = median_ms(lambda: model(x), reps, clock)
   err = float(np.abs(first - ref).max() / np.abs(ref).max())
-  return {"model": f"{name} batch {x.shape[0]}" + (" 224x224" if name != "Encoder" else f" seq {x.shape[1]}"), "tinycore_ms": tc * 1e3,
-          "ort_ms": rt * 1e3, "torch_ms": th * 1e3, "kernels": kernels, "first_s": first_s, "rel_err": err}
+  return {"model": f"{name} batch {x.shape[0]}" + (" 224x224" if name != "Encoder" else f" seq {x.shape[1]}"), "tinycore_ms": tc,
+          "ort_ms": rt, "torch_ms": th, "kernels": kernels, "first_s": first_s, "rel_err": err}
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--quick", action="store_true")
+  ap.add_argument("--threads", type=int, default=1, help="threads per runtime (1: CPU time of the call; 0: all cores, wall time)")
+  ap.add_argument("--models", default="ResNet18:1,ResNet18:8,Encoder:2", help="name:batch,... (test/onnx_models.py names)")
   args = ap.parse_args()
-  reps = 3 if args.quick else 10
-  rows = [bench("ResNet18", 1, reps), bench("ResNet18", 8, reps), bench("Encoder", 2, reps)]
-  print("| model | tinycore ms | onnxruntime ms | torch eager ms | ort / tinycore | torch / tinycore | kernels | first run s | max rel err vs ort |")
+  if args.threads: os.environ["THREADS"] = str(args.threads)  # read by the CLANG device when it loads
+  reps = 5 if args.quick else 15
+  load = os.getloadavg()
+  rows = [bench(m.split(":")[0], int(m.split(":")[1]), reps, args.threads) for m in args.models.split(",")]
+  unit = "CPU ms, 1 thread" if args.threads == 1 else "ms"
+  print(f"load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after; median of {reps} timed runs; {unit}")
+  print(f"| model | tinycore {unit} | onnxruntime {unit} | torch eager {unit} | ort / tinycore | torch / tinycore | kernels a call | first run s |"
+        " max rel err vs ort |")
   print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
   for r in rows:
     print(f"| {r['model']} | {r['tinycore_ms']:.1f} | {r['ort_ms']:.1f} | {r['torch_ms']:.1f} | {r['ort_ms'] / r['tinycore_ms']:.2f}x | "

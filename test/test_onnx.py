@@ -45,10 +45,16 @@ def test_op_version_outside_the_implemented_range_is_refused():
   with pytest.raises(NotImplementedError, match=r"Upsample.*versions 7-9"): OnnxRunner(m)
 
 def test_other_domains_are_refused():
-  n = helper.make_node("Binarizer", ["x"], ["y"], name="b", domain="ai.onnx.ml")
+  n = helper.make_node("Frobnicate", ["x"], ["y"], name="b", domain="com.example")
   m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]),
+                        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+  with pytest.raises(NotImplementedError, match=r"domain 'com.example' is not supported, only ai.onnx, ai.onnx.ml"): OnnxRunner(m)
+
+def test_an_op_of_a_known_domain_tinycore_lacks_is_named():
+  n = helper.make_node("LinearClassifier", ["x"], ["y", "z"], name="lc", domain="ai.onnx.ml", coefficients=[1.0, 2.0, 3.0])
+  m = helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y"), vi("z")]),
                         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-  with pytest.raises(NotImplementedError, match=r"domain 'ai.onnx.ml'"): OnnxRunner(m)
+  with pytest.raises(NotImplementedError, match=r"does not implement ai.onnx.ml.LinearClassifier"): OnnxRunner(m)
 
 def test_a_dtype_the_device_does_not_declare_is_named(monkeypatch):
   monkeypatch.setattr(runner_module, "is_dtype_supported", lambda dt, device=None: dt != dtypes.float64)
@@ -215,3 +221,197 @@ def test_batchnorm_folds_into_conv_and_constants_fold_at_load():
   run2 = OnnxRunner(m2)
   assert [n.op_type for _, n, _, _ in run2.graph.nodes] == ["Conv", "BatchNormalization", "If"]
   np.testing.assert_allclose(run2({"x": x.astype(np.float32)})["z"].numpy(), c.numpy(), rtol=1e-4, atol=1e-4)
+
+# *** narrow element types (narrow.py): carried unpacked, each cast compared with ml_dtypes' (onnx's reference) ***
+NARROW_FLOATS = {TensorProto.FLOAT8E4M3FN: "float8_e4m3fn", TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz", TensorProto.FLOAT8E5M2: "float8_e5m2",
+                 TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz", TensorProto.FLOAT4E2M1: "float4_e2m1fn"}
+
+def _cast_model(to, n, saturate=None, round_mode=None, src=TensorProto.FLOAT):
+  kw = {k: v for k, v in (("saturate", saturate), ("round_mode", round_mode)) if v is not None}
+  return model([helper.make_node("Cast", ["x"], ["y"], to=to, **kw)], [vi("x", src, (n,))], [vi("y", to, (n,))], opset=25)
+
+def _floats_across_exponents(seed=0):
+  r = np.random.default_rng(seed)
+  x = (r.uniform(1, 2, 3000) * 2.0 ** r.integers(-20, 20, 3000) * r.choice([-1, 1], 3000)).astype(np.float32)
+  return np.concatenate([x, np.array([0, -0.0, np.inf, -np.inf, np.nan, 448, 460, 470, 240, 57344, 61440, 6, 5, 7], np.float32)])
+
+@pytest.mark.parametrize("code", list(NARROW_FLOATS), ids=list(NARROW_FLOATS.values()))
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_narrow_floats_rounds_as_ml_dtypes(code, saturate):
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  dt, x = getattr(ml_dtypes, NARROW_FLOATS[code]), _floats_across_exponents()
+  fmax = float(ml_dtypes.finfo(dt).max)
+  ref = (np.clip(x, -fmax, fmax) if saturate else x).astype(dt).astype(np.float32)
+  got = TinycoreBackend.prepare(_cast_model(code, len(x), saturate)).run([x])[0]
+  assert got.dtype == dt
+  np.testing.assert_array_equal(got.astype(np.float32), ref)
+
+@pytest.mark.parametrize("name, code", [("int4", TensorProto.INT4), ("uint4", TensorProto.UINT4), ("int2", TensorProto.INT2),
+                                        ("uint2", TensorProto.UINT2)])
+def test_narrow_ints_truncate_and_wrap_as_ml_dtypes_and_round_trip(name, code):
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x = np.linspace(-40, 40, 321).astype(np.float32)
+  got = TinycoreBackend.prepare(_cast_model(code, len(x))).run([x])[0]
+  np.testing.assert_array_equal(got, x.astype(getattr(ml_dtypes, name)))
+  back = TinycoreBackend.prepare(_cast_model(TensorProto.FLOAT, len(x), src=code)).run([got])[0]  # an input of the type, unpacked
+  np.testing.assert_array_equal(back, got.astype(np.float32))
+
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_float8e8m0_as_onnx_numpy_helper(round_mode, saturate):
+  pytest.importorskip("ml_dtypes")
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x = np.concatenate([np.abs(_floats_across_exponents(1)), np.array([2.0 ** 127 * 1.5, 2.0 ** -126, 1e-40, 3.0 * 2 ** 126], np.float32)])
+  ref = numpy_helper.to_float8e8m0(x, bool(saturate), round_mode)
+  got = TinycoreBackend.prepare(_cast_model(TensorProto.FLOAT8E8M0, len(x), saturate, round_mode)).run([x])[0]
+  np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
+
+def test_quantize_to_int4_saturates_to_its_range():
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  x, scale = np.linspace(-30, 30, 61).astype(np.float32), numpy_helper.from_array(np.array(2.0, np.float32), "s")
+  zero = helper.make_tensor("z", TensorProto.INT4, (), [1])
+  m = model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], [vi("x", shape=(61,))], [vi("y", TensorProto.INT4, (61,))],
+            [scale, zero], opset=21)
+  got, ref = TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0]
+  assert got.min() == -8 and got.max() == 7
+  np.testing.assert_array_equal(got, ref)
+
+# *** training ops (ai.onnx.preview.training), training modes and ai.onnx.ml: numpy float64 and ONNX's reference evaluator ***
+def _training_model(nodes, inputs, outputs, inits=()):
+  g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.preview.training", 1)])
+
+@pytest.mark.parametrize("step", [0, 3])
+def test_adam_updates_two_tensors_as_its_formula(step):
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  r = np.random.default_rng(step)
+  xs, gs, vs, hs = ([r.standard_normal(s).astype(np.float32) for s in ((3,), (2, 2))] for _ in range(4))
+  hs = [np.abs(h) for h in hs]
+  names = [f"{k}{i}" for k in "xgvh" for i in range(2)]
+  node = helper.make_node("Adam", ["r", "t", *names], [f"{k}{i}_new" for k in "xvh" for i in range(2)], domain="ai.onnx.preview.training",
+                          alpha=0.8, beta=0.95, epsilon=1e-3, norm_coefficient=0.01, norm_coefficient_post=0.02)
+  arrays = [*xs, *gs, *vs, *hs]
+  ins = [vi("r", shape=()), vi("t", TensorProto.INT64, ())] + [vi(n, shape=a.shape) for n, a in zip(names, arrays)]
+  outs = [vi(o, shape=None) for o in node.output]
+  got = TinycoreBackend.prepare(_training_model([node], ins, outs)).run([np.float32(0.1), np.int64(step), *arrays])
+  for i in range(2):
+    x, g, v, h = (a.astype(np.float64) for a in (xs[i], gs[i], vs[i], hs[i]))
+    g = g + 0.01 * x
+    v, h = 0.8 * v + 0.2 * g, 0.95 * h + 0.05 * g * g
+    lr = 0.1 * np.sqrt(1 - 0.95 ** step) / (1 - 0.8 ** step) if step > 0 else 0.1
+    np.testing.assert_allclose(got[i], (x - lr * v / (np.sqrt(h) + 1e-3)) * 0.98, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[2 + i], v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[4 + i], h, rtol=1e-5, atol=1e-6)
+
+def test_gradient_differentiates_the_graph_by_its_inputs():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  nodes = [helper.make_node("Sin", ["a"], ["s"]), helper.make_node("Mul", ["s", "b"], ["y"]),
+           helper.make_node("Gradient", ["a", "b"], ["da", "db"], domain="ai.onnx.preview.training", xs=["a", "b"], y="y")]
+  m = _training_model(nodes, [vi("a", shape=()), vi("b", shape=())], [vi("y", shape=()), vi("da", shape=()), vi("db", shape=())])
+  y, da, db = TinycoreBackend.prepare(m).run([np.float32(0.7), np.float32(-1.5)])
+  np.testing.assert_allclose([y, da, db], [np.sin(0.7) * -1.5, np.cos(0.7) * -1.5, np.sin(0.7)], rtol=1e-6)
+
+def test_batchnorm_training_mode_uses_batch_statistics():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  r = np.random.default_rng(0)
+  x, scale, bias, mean, var = r.standard_normal((4, 3, 5)), r.standard_normal(3), r.standard_normal(3), r.standard_normal(3), r.uniform(1, 2, 3)
+  node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1, momentum=0.7, epsilon=1e-3)
+  m = model([node], [vi(n, TensorProto.DOUBLE, a.shape) for n, a in zip("xsbmv", (x, scale, bias, mean, var))],
+            [vi("y", TensorProto.DOUBLE, x.shape), vi("rm", TensorProto.DOUBLE, (3,)), vi("rv", TensorProto.DOUBLE, (3,))], opset=15)
+  y, rm, rv = TinycoreBackend.prepare(m).run([x, scale, bias, mean, var])
+  bm, bv = x.mean((0, 2)), x.var((0, 2))
+  mom, eps = float(np.float32(0.7)), float(np.float32(1e-3))  # ONNX float attributes are float32
+  np.testing.assert_allclose(y, (x - bm[:, None]) / np.sqrt(bv[:, None] + eps) * scale[:, None] + bias[:, None], rtol=1e-10)
+  np.testing.assert_allclose(rm, mom * mean + (1 - mom) * bm, rtol=1e-10)
+  np.testing.assert_allclose(rv, mom * var + (1 - mom) * bv, rtol=1e-10)
+
+def test_dropout_training_mode_keeps_one_minus_ratio_scaled():
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  node = helper.make_node("Dropout", ["x", "p", "t"], ["y", "mask"])
+  m = model([node], [vi("x", shape=(200, 100)), vi("p", shape=()), vi("t", TensorProto.BOOL, ())],
+            [vi("y", shape=(200, 100)), vi("mask", TensorProto.BOOL, (200, 100))], opset=13)
+  x = np.random.default_rng(0).uniform(1, 2, (200, 100)).astype(np.float32)
+  y, mask = TinycoreBackend.prepare(m).run([x, np.float32(0.25), np.bool_(True)])
+  assert abs(mask.mean() - 0.75) < 0.02
+  np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0), rtol=1e-6)
+
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_tree_ensemble_as_onnx_reference(aggregate):
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  # two trees: tree 0 is nodes 0-2 (node 0 splits to nodes 1 and 2, each to two leaves), tree 1 is node 3 (two leaves)
+  modes = numpy_helper.from_array(np.array([0, 3, 2, 1], np.uint8), "nodes_modes")
+  splits = numpy_helper.from_array(np.array([0.5, -0.2, 0.1, 0.0], np.float64), "nodes_splits")
+  weights = numpy_helper.from_array(np.array([1.5, -2.0, 3.0, 0.25, 4.0, -1.0], np.float64), "leaf_weights")
+  node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=3, aggregate_function=aggregate, tree_roots=[0, 3],
+                          nodes_modes=modes, nodes_splits=splits, nodes_featureids=[0, 1, 2, 1], nodes_truenodeids=[1, 0, 2, 4],
+                          nodes_trueleafs=[0, 1, 1, 1], nodes_falsenodeids=[2, 1, 3, 5], nodes_falseleafs=[0, 1, 1, 1],
+                          leaf_targetids=[0, 1, 2, 0, 1, 2], leaf_weights=weights, nodes_missing_value_tracks_true=[0, 1, 0, 0])
+  m = helper.make_model(helper.make_graph([node], "g", [vi("x", TensorProto.DOUBLE, (50, 3))], [vi("y", TensorProto.DOUBLE, (50, 3))]),
+                        opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+  x = np.random.default_rng(aggregate).standard_normal((50, 3))
+  x[::7, 1] = np.nan
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-12)
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_vectorizer_as_onnx_reference(mode):
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  # 1-grams 1, 2, 5; 2-grams (1,2), (2,2), (5,1); 3-gram (1,2,2); output columns shuffled
+  node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=1, max_gram_length=3, max_skip_count=2,
+                          ngram_counts=[0, 3, 9], ngram_indexes=[6, 0, 3, 1, 5, 2, 4], pool_int64s=[1, 2, 5, 1, 2, 2, 2, 5, 1, 1, 2, 2],
+                          weights=[0.5, 1.0, 2.0, 3.0, 0.25, 1.5, 4.0])
+  m = model([node], [vi("x", TensorProto.INT64, (3, 12))], [vi("y", shape=(3, 7))], opset=9)
+  x = np.random.default_rng(1).integers(0, 6, (3, 12)).astype(np.int64)
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([x])[0], ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-6)
+
+def test_flex_attention_with_a_score_mod_graph_as_onnx_reference():
+  from onnx.reference import ReferenceEvaluator
+  from tinycore.nn.onnx.backend import TinycoreBackend
+  mod = helper.make_graph([helper.make_node("Tanh", ["s"], ["t"]), helper.make_node("Mul", ["t", "c"], ["u"])], "mod",
+                          [vi("s", shape=(2, 4, 5, 6))], [vi("u", shape=(2, 4, 5, 6))], [numpy_helper.from_array(np.array(3.0, np.float32), "c")])
+  node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", score_mod=mod, scale=0.3)
+  g = helper.make_graph([node], "g", [vi("q", shape=(2, 4, 5, 8)), vi("k", shape=(2, 2, 6, 8)), vi("v", shape=(2, 2, 6, 3))],
+                        [vi("y", shape=(2, 4, 5, 3))])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("ai.onnx.preview", 1)])
+  r = np.random.default_rng(0)
+  q, k, v = (r.standard_normal(s).astype(np.float32) for s in ((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)))
+  np.testing.assert_allclose(TinycoreBackend.prepare(m).run([q, k, v])[0], ReferenceEvaluator(m).run(None, {"q": q, "k": k, "v": v})[0],
+                             rtol=1e-5, atol=1e-6)
+
+def test_attention_scale_from_shape_and_constant_gathers_cost_no_kernels():
+  # as torch's attention exports: scale = sqrt(1 / sqrt(float(shape[-1]))) from Shape on every call, q/k/v split by Gather 0/1/2
+  from tinycore import GlobalCounters
+  one = numpy_helper.from_array(np.array([1.0], np.float32), "one")
+  idx = [numpy_helper.from_array(np.array(i, np.int64), f"i{i}") for i in range(3)]
+  nodes = [helper.make_node("Shape", ["x"], ["s"], start=-1), helper.make_node("Cast", ["s"], ["f"], to=TensorProto.FLOAT),
+           helper.make_node("Sqrt", ["f"], ["r"]), helper.make_node("Div", ["one", "r"], ["d"]), helper.make_node("Sqrt", ["d"], ["scale"]),
+           *[helper.make_node("Gather", ["x", f"i{i}"], [f"g{i}"], axis=0) for i in range(3)],
+           helper.make_node("Mul", ["g0", "scale"], ["m"]), helper.make_node("Add", ["m", "g1"], ["a"]), helper.make_node("Sub", ["a", "g2"], ["y"])]
+  m = model(nodes, [vi("x", shape=(3, 4, 16))], [vi("y", shape=(4, 16))], [one, *idx])
+  x = np.random.default_rng(0).standard_normal((3, 4, 16)).astype(np.float32)
+  run, xt = OnnxRunner(m), Tensor(x).realize()
+  GlobalCounters.reset()
+  y = run({"x": xt})["y"].numpy()
+  assert GlobalCounters.kernel_count == 1, "one fused kernel: the scale is a constant, the gathers are views"
+  np.testing.assert_allclose(y, x[0] * np.sqrt(1 / np.sqrt(16.0)) + x[1] - x[2], rtol=1e-6)
+
+def test_a_conv_weight_is_not_copied_on_every_run():
+  # Tensor.conv2d stores a weight output-channels-last on a CPU with vectors: the loader keeps it in that layout once
+  from tinycore import GlobalCounters
+  r = np.random.default_rng(0)
+  w, b = r.standard_normal((16, 8, 3, 3)).astype(np.float32), r.standard_normal(16).astype(np.float32)
+  m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [vi("x", shape=(1, 8, 10, 10))], [vi("y", shape=(1, 16, 10, 10))],
+            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+  x = r.standard_normal((1, 8, 10, 10)).astype(np.float32)
+  torch = pytest.importorskip("torch")
+  run, xt = OnnxRunner(m), Tensor(x).realize()
+  run({"x": xt})["y"].realize()
+  GlobalCounters.reset()
+  y = run({"x": xt})["y"].numpy()
+  assert GlobalCounters.kernel_count == 1
+  ref = torch.nn.functional.conv2d(*(torch.tensor(a, dtype=torch.float64) for a in (x, w, b)), padding=1)
+  np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5, atol=1e-5)

@@ -133,6 +133,8 @@ class LazyBuffer:
     if self.st.contiguous and self._base is None:
       if self.op not in (Ops.BUFFER, Ops.CONST): self.forced_realize = True  # it must exist as a buffer of its own
       return self
+    # a view that reads a realized buffer whole and in order (x.permute(p).permute(inverse of p)) is that buffer
+    if self.st.contiguous and self.shape == self.base.shape and self.dtype == self.base.dtype and self.base.is_realized(): return self.base
     return LazyBuffer.metaop(Ops.CONTIGUOUS, self.shape, self.dtype, self.device, srcs=(self,))
   def copy_to_device(self, device: str) -> LazyBuffer:
     if device == self.device: return self

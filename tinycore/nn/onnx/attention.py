@@ -1,5 +1,5 @@
 """ONNX's transformer ops: Attention, RotaryEmbedding, RMSNormalization, and the losses SoftmaxCrossEntropyLoss and
-NegativeLogLikelihoodLoss.
+NegativeLogLikelihoodLoss; FlexAttention (domain ai.onnx.preview).
 
 Attention (version 23 on) in the order ONNX defines it:
 - 3-d inputs (batch, seq, heads * head_size) are split into heads by q_num_heads / kv_num_heads; 4-d ones are
@@ -15,6 +15,8 @@ Attention (version 23 on) in the order ONNX defines it:
   3 after softmax (as ONNX's reference computes them)."""
 from __future__ import annotations
 import math
+from typing import Any
+import numpy as np
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
 from tinycore.nn.onnx.registry import onnx_op
@@ -117,3 +119,26 @@ def SoftmaxCrossEntropyLoss(scores: Tensor, labels: Tensor, weight: Tensor | Non
   """Outputs the loss and the log-probabilities (log_softmax over dim 1)."""
   logp = scores.log_softmax(1)
   return _nll(logp, labels, weight, ignore_index, reduction).cast(scores.dtype), logp
+
+@onnx_op(domain="ai.onnx.preview", values={"softmax_precision": (1, 10, 11, 16)})
+def FlexAttention(q: Tensor, k: Tensor, v: Tensor, /, *, scale: float | None = None, score_mod: Any = None, prob_mod: Any = None,
+                  softmax_precision: int | None = None, _scope: Any = None) -> Tensor:
+  """Attention of 4-d (batch, heads, seq, head_size) inputs whose scores and probabilities subgraphs may rewrite:
+  score_mod maps the scores (after the sqrt(scale) pre-scaling of Q and K) before the softmax, prob_mod the
+  probabilities after it; both in softmax_precision (default: float32 for 16-bit inputs, else the input's dtype).
+  Fewer key/value heads than query heads repeat each key/value head."""
+  if scale is None: scale = 1 / math.sqrt(q.shape[-1])
+  if (rep := q.shape[1] // k.shape[1]) > 1: k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+  s = Tensor(math.sqrt(float(np.float32(scale))), dtype=q.dtype, device=q.device)
+  dt = dtype_of(softmax_precision, "FlexAttention softmax_precision") if softmax_precision else \
+    dtypes.float32 if q.dtype.itemsize < 4 else q.dtype
+  scores = ((q * s) @ (k * s).transpose(-1, -2)).cast(dt)
+  if score_mod is not None: scores = _call(score_mod, scores, _scope).cast(dt)
+  probs = scores.softmax(-1)
+  if prob_mod is not None: probs = _call(prob_mod, probs, _scope).cast(dt)
+  return (probs @ v.cast(dt)).cast(v.dtype)
+
+def _call(graph: Any, x: Tensor, scope: dict[str, Tensor]) -> Tensor:
+  """A one-input, one-output subgraph applied to x."""
+  values = graph.run({**scope, next(iter(graph.inputs)): x})
+  return values[graph.outputs[0]]

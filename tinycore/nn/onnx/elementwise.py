@@ -9,6 +9,7 @@ from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import DTYPES, dtype_of, axis_of
+from tinycore.nn.onnx.narrow import NARROW
 
 def _legacy(a: Tensor, b: Tensor, broadcast: int, axis: int | None) -> Tensor:
   """The second input of a version 1-6 binary op, shaped so that numpy broadcasting aligns it at `axis`."""
@@ -113,7 +114,11 @@ _variadic("Min", Tensor.minimum)
 _variadic("Sum", Tensor.add)
 _variadic("Mean", Tensor.add, lambda x, n: x / n)
 
-@onnx_op(values={"to": tuple(DTYPES)})
-def Cast(x: Tensor, /, *, to: int, saturate: int = 1, round_mode: str = "up") -> Tensor: return x.cast(dtype_of(to, "Cast"))
+def _cast(x: Tensor, to: int, saturate: int, round_mode: str) -> Tensor:
+  return NARROW[to].cast(x, bool(saturate), round_mode) if to in NARROW else x.cast(dtype_of(to, "Cast"))
+@onnx_op(values={"to": (*DTYPES, *NARROW), "round_mode": ("up", "down", "nearest")})
+def Cast(x: Tensor, /, *, to: int, saturate: int = 1, round_mode: str = "up") -> Tensor: return _cast(x, to, saturate, round_mode)
 @onnx_op()
-def CastLike(x: Tensor, like: Tensor, /, *, saturate: int = 1, round_mode: str = "up") -> Tensor: return x.cast(like.dtype)
+def CastLike(x: Tensor, like: Tensor, /, *, saturate: int = 1, round_mode: str = "up", _out_types: list[int] = ()) -> Tensor:
+  """The output's ONNX type (from shape inference) says when `like` is a narrow type its carrier dtype does not tell."""
+  return _cast(x, _out_types[0], saturate, round_mode) if _out_types and _out_types[0] in NARROW else x.cast(like.dtype)

@@ -1,6 +1,7 @@
 """ONNX's remaining tensor ops: windows, cumulative products, bit casts, data-dependent selections (Compress, Unique),
 per-batch reversal (ReverseSequence), crop-or-pad (CenterCropPad), unpooling, gated activations, integer convolutions
-and matmuls, determinants (Det). Compress and Unique read back a count: their output's length depends on the data."""
+and matmuls, determinants (Det), n-gram counts of integer tokens (TfIdfVectorizer). Compress and Unique read back a
+count: their output's length depends on the data."""
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
@@ -181,3 +182,29 @@ def QLinearConv(x: Tensor, x_scale: Tensor, x_zero: Tensor, w: Tensor, w_scale: 
   ws = w_scale.cast(dtypes.float32).reshape(1, -1, *[1] * (acc.ndim - 2)) if w_scale.ndim else w_scale.cast(dtypes.float32)
   y = (acc.cast(dtypes.float32) * (x_scale.cast(dtypes.float32) * ws) / y_scale.cast(dtypes.float32)).round() + y_zero.cast(dtypes.float32)
   return y.clip(dtypes.min(y_zero.dtype), dtypes.max(y_zero.dtype)).cast(y_zero.dtype)
+
+@onnx_op(values={"mode": ("TF", "IDF", "TFIDF")})
+def TfIdfVectorizer(x: Tensor, /, *, mode: str, min_gram_length: int, max_gram_length: int, max_skip_count: int, ngram_counts: list[int],
+                    ngram_indexes: list[int], pool_int64s: list[int], weights: list[float] | None = None) -> Tensor:
+  """Counts of the pool's n-grams of integer tokens in each row of x (1-d: one row), weighted as `mode` says, at the
+  output columns ngram_indexes names. The pool holds the 1-grams from ngram_counts[0], the 2-grams from ngram_counts[1],
+  ...; an n-gram at distance d takes every d-th token (d - 1 skipped, d up to max_skip_count + 1; 1-grams once). For
+  each size and distance the windows of all rows are compared with all the pool's n-grams of that size at once."""
+  rows = x.reshape(1, -1) if x.ndim == 1 else x
+  width, size = rows.shape[1], max(ngram_indexes) + 1
+  freq = Tensor.zeros(rows.shape[0], size, dtype=dtypes.float32, device=x.device)
+  bounds, first = [*ngram_counts, len(pool_int64s)], 0
+  for n, (a, b) in enumerate(zip(bounds, bounds[1:]), start=1):
+    grams, ids = [pool_int64s[i:i + n] for i in range(a, b, n)], ngram_indexes[first:first + (b - a) // n]
+    first += len(grams)
+    if not grams or not min_gram_length <= n <= max_gram_length: continue
+    pool = Tensor(grams, dtype=rows.dtype, device=x.device).reshape(1, 1, len(grams), n)
+    to_cols = Tensor([[float(i == c) for c in range(size)] for i in ids], dtype=dtypes.float32, device=x.device)
+    for d in range(1, max_skip_count + 2 if n > 1 else 2):
+      if (starts := width - d * (n - 1)) <= 0: continue
+      windows = Tensor.stack(*[rows[:, j * d:j * d + starts] for j in range(n)], dim=-1)  # (rows, starts, n)
+      hits = (windows.unsqueeze(2) == pool).cast(dtypes.int32).sum(-1) == n  # (rows, starts, pool n-grams)
+      freq = freq + hits.cast(dtypes.float32).sum(1) @ to_cols
+  w = Tensor(weights, dtype=dtypes.float32, device=x.device) if weights else 1.0
+  y = freq if mode == "TF" else (freq > 0).cast(dtypes.float32) * w if mode == "IDF" else freq * w
+  return y.reshape(size) if x.ndim == 1 else y

@@ -9,7 +9,7 @@ from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, DTYPES
+from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, host_value, DTYPES
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 
@@ -73,7 +73,10 @@ def Slice(x: Tensor, starts_input: Tensor | None = None, ends_input: Tensor | No
 
 @onnx_op()
 def Gather(x: Tensor, idx: Tensor, /, *, axis: int = 0) -> Tensor:
+  """A host-value index (a constant, a shape) is wrapped on the host; a single one is a view (attention's packed q, k, v
+  split by Gather 0/1/2 costs no kernel)."""
   a = axis_of(axis, x.ndim)
+  if isinstance(v := host_value(idx), int): return x[(slice(None),) * a + (v + x.shape[a] if v < 0 else v,)]
   return x[(slice(None),) * a + (_wrap(idx, x.shape[a]),)]
 
 @onnx_op()
@@ -203,9 +206,13 @@ def NonZero(x: Tensor, /) -> Tensor:
 @onnx_op()
 def Dropout(x: Tensor, ratio_input: Tensor | None = None, training_mode: Tensor | None = None, /, *, seed: int | None = None, is_test: int = 0,
             ratio: float = 0.5, consumed_inputs: list[int] | None = None) -> tuple[Tensor, Tensor]:
-  """Inference only: the input passes through and the mask is all true (ONNX runtimes do the same without training_mode)."""
-  if training_mode is not None and training_mode.item(): raise NotImplementedError("ONNX Dropout with training_mode=True (training is not supported)")
-  return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+  """Without training_mode the input passes through and the mask is all true; with it each element is kept with
+  probability 1 - ratio (tinycore's generator: Tensor.manual_seed, not the node's seed) and scaled by 1 / (1 - ratio).
+  training_mode and ratio are read on the host."""
+  p = floats(ratio_input, ratio)
+  if training_mode is None or not training_mode.item() or p == 0: return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+  keep = Tensor.rand(*x.shape, device=x.device) >= p
+  return keep.where(x / (1 - p), 0).cast(x.dtype), keep
 
 @onnx_op(values={"mode": ("linear", "circular")})
 def TensorScatter(past: Tensor, update: Tensor, write_indices: Tensor | None = None, /, *, mode: str = "linear", axis: int = -2) -> Tensor:

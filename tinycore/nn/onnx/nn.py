@@ -3,8 +3,8 @@
 Spatial attributes follow ONNX: `pads` lists every begin then every end ([x1_begin, x2_begin, x1_end, x2_end]);
 `auto_pad` SAME_UPPER / SAME_LOWER pads so that the output is ceil(input / stride), the odd one at the end / the
 begin; `strides` default to 1 (pools too), `dilations` to 1. Tensor's conv and pool methods take torch's padding
-order (the last dim first), which `_torch_pads` writes. Normalizations compute in the input's dtype; only inference
-(no training_mode) is supported."""
+order (the last dim first), which `_torch_pads` writes. Normalizations compute in the input's dtype;
+BatchNormalization's training_mode normalizes with the batch's statistics."""
 from __future__ import annotations
 import math
 from tinycore.tensor import Tensor
@@ -12,6 +12,7 @@ from tinycore.dtype import dtypes
 from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
 from tinycore.nn.onnx.tensors import axis_of, dtype_of, int_list
+from tinycore.nn.onnx.narrow import NARROW, NarrowInt
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -104,11 +105,20 @@ def GlobalLpPool(x: Tensor, /, *, p: int = 2) -> Tensor: return x.abs().pow(p).s
 
 def _channel(t: Tensor, ndim: int) -> Tensor: return t.reshape(1, -1, *[1] * (ndim - 2))
 
-@onnx_op(values={"training_mode": (0,)})
+@onnx_op()
 def BatchNormalization(x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor, /, *, epsilon: float = 1e-5, momentum: float = 0.9,
-                       training_mode: int = 0, spatial: int = 1, is_test: int = 0, consumed_inputs: list[int] | None = None) -> Tensor:
-  """Inference: normalise with the running statistics given."""
-  return (x - _channel(mean, x.ndim)) * _channel((var + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+                       training_mode: int = 0, spatial: int = 1, is_test: int = 0,
+                       consumed_inputs: list[int] | None = None) -> Tensor | tuple[Tensor, ...]:
+  """Inference: normalise with the running statistics given. training_mode: with the batch's mean and (biased) variance
+  over every axis but the channels', and also give the running statistics updated with `momentum`."""
+  if not training_mode:
+    return (x - _channel(mean, x.ndim)) * _channel((var + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+  axes = tuple(i for i in range(x.ndim) if i != 1)
+  bmean = x.mean(axes)
+  d = x - _channel(bmean, x.ndim)
+  bvar = (d * d).mean(axes)
+  y = d * _channel((bvar + epsilon).rsqrt() * scale, x.ndim) + _channel(bias, x.ndim)
+  return y, mean * momentum + bmean * (1 - momentum), var * momentum + bvar * (1 - momentum)
 
 def _normalize(x: Tensor, axes: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
   mean = x.mean(axes, keepdim=True)
@@ -193,11 +203,17 @@ def _per_axis(t: Tensor, x: Tensor, axis: int, block_size: int = 0) -> Tensor:
 
 @onnx_op()
 def QuantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, saturate: int = 1, block_size: int = 0,
-                   output_dtype: int = 0, precision: int = 0) -> Tensor:
-  dt = zero.dtype if zero is not None else dtype_of(output_dtype, "QuantizeLinear output_dtype") if output_dtype else dtypes.uint8
+                   output_dtype: int = 0, precision: int = 0, _out_types: list[int] = ()) -> Tensor:
+  """Integers round and saturate; the 8- and 4-bit floats take the nearest value (narrow.py), saturating as `saturate` says.
+  The output's ONNX type (from shape inference) names a narrow type that zero's carrier dtype does not tell."""
+  narrow = NARROW.get(_out_types[0] if _out_types else output_dtype)
+  dt = narrow.carrier if narrow else zero.dtype if zero is not None else \
+    dtype_of(output_dtype, "QuantizeLinear output_dtype") if output_dtype else dtypes.uint8
   z = _per_axis(zero, x, axis, block_size).cast(dtypes.float32) if zero is not None else 0
-  y = (x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)).round() + z
-  return y.clip(dtypes.min(dt), dtypes.max(dt)).cast(dt)
+  y = x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)
+  if narrow is not None and not isinstance(narrow, NarrowInt): return narrow.cast(y + z, bool(saturate))
+  lo, hi = (narrow.lo, narrow.hi) if narrow else (dtypes.min(dt), dtypes.max(dt))
+  return (y.round() + z).clip(lo, hi).cast(dt)
 
 @onnx_op()
 def DequantizeLinear(x: Tensor, scale: Tensor, zero: Tensor | None = None, /, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:

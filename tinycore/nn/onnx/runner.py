@@ -27,8 +27,9 @@ from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
-from tinycore.nn.onnx import spectral, detection, sequence, randomness  # noqa: F401  (each module registers its ops)
-from tinycore.nn.onnx.tensors import dtype_of, small_int, remember
+from tinycore.nn.onnx import spectral, detection, sequence, randomness, training, ml  # noqa: F401  (each module registers its ops)
+from tinycore.nn.onnx.tensors import dtype_of, host_kind, remember
+from tinycore.nn.onnx.narrow import NARROW, to_carrier
 from tinycore.nn.onnx.optimize import optimize
 from tinycore.nn.onnx import shapes
 if TYPE_CHECKING: import onnx
@@ -45,6 +46,7 @@ def tensor_from_proto(t: onnx.TensorProto, device: str, what: str) -> Tensor:
   from onnx import numpy_helper
   dt = dtype_of(t.data_type, what)
   arr = numpy_helper.to_array(t)
+  if t.data_type in NARROW: arr = to_carrier(arr, t.data_type)
   if dt == dtypes.bfloat16: return Tensor(np.array(arr, order="C").view(np.uint16), device=device).bitcast(dtypes.bfloat16)
   return Tensor(np.array(arr, order="C"), device=device, dtype=dt)  # not ascontiguousarray: it makes a 0-d array 1-d
 
@@ -71,7 +73,7 @@ class Graph:
       n, i = pending.pop(0), i + 1
       label = n.name or f"#{i} ({n.op_type})"
       op_opset = opset.get(n.domain or "", opset.get("ai.onnx", 1))
-      if n.op_type not in registry.REGISTRY and n.domain in ("", "ai.onnx") and (fn := functions.body(n, op_opset, types)) is not None:
+      if n.op_type not in registry.REGISTRY and n.domain in registry.DEFAULT_DOMAINS and (fn := functions.body(n, op_opset, types)) is not None:
         pending[:0] = functions.expand(n, *fn, prefix=f"{label}/")
         continue
       attrs: dict[str, Any] = {}
@@ -88,13 +90,14 @@ class Graph:
           raise NotImplementedError(f"ONNX op {n.op_type} in node {label!r}: attribute {a.name} of type {kind} is not supported")
       impl = registry.find(n.op_type, n.domain, op_opset, label, attrs)
       if impl.name == "Cast": self._check_dtype(dtype_of(attrs["to"], f"Cast in node {label!r}"), f"Cast target in node {label!r}")
-      private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", registry.op_version(n.op_type, "", opset.get("", 1))))
-                 if k in impl.private}
+      version = registry.op_version(n.op_type, "" if n.domain in registry.DEFAULT_DOMAINS else n.domain, op_opset)
+      private = {k: v for k, v in (("_noutputs", len(n.output)), ("_version", version),
+                                   ("_out_types", [elem_type(types.get(o)) for o in n.output])) if k in impl.private}
       self.nodes.append((impl, n, attrs, private))
       known |= set(n.output)
     optimize(self)
     for t in self.initializers.values():
-      if small_int(t): remember(t, t.tolist())
+      if host_kind(t): remember(t, t.tolist())
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):
@@ -165,10 +168,11 @@ class OnnxRunner:
   def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Any:
     shape, dt = self.inputs[name]
     kind = self.graph.inputs[name].WhichOneof("value")
+    code = _tensor_type(self.graph.inputs[name], name).elem_type
     if kind == "optional_type" and value is None: return None
     if kind == "sequence_type" or (kind == "optional_type" and self.graph.inputs[name].optional_type.elem_type.HasField("sequence_type")):
-      return [self._tensor(name, v, dt) for v in value]
-    t = self._tensor(name, value, dt)
+      return [self._tensor(name, v, dt, code) for v in value]
+    t = self._tensor(name, value, dt, code)
     if shape is None: return t
     if len(shape) != t.ndim: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
     for i, (want, got) in enumerate(zip(shape, t.shape)):
@@ -177,11 +181,12 @@ class OnnxRunner:
       if isinstance(want, int) and want != got: raise ShapeError(f"ONNX input {name!r} has shape {shape}, got {tuple(t.shape)}")
     return t
 
-  def _tensor(self, name: str, value: Any, dt: DType) -> Tensor:
+  def _tensor(self, name: str, value: Any, dt: DType, code: int) -> Tensor:
     if isinstance(value, Tensor):
       if value.dtype != dt: raise DTypeError(f"ONNX input {name!r} is {dt.name}, got a Tensor of {value.dtype.name}")
       return value.to(self.device) if value.device != self.device else value
     if dt == dtypes.bfloat16: return Tensor(np.asarray(value).astype(np.float32), device=self.device).cast(dt)  # numpy has no bfloat16
+    if code in NARROW: return Tensor(to_carrier(value, code), device=self.device)
     return Tensor(np.asarray(value), device=self.device).cast(dt)
 
   def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
@@ -207,6 +212,11 @@ def _tensor_type(t: onnx.TypeProto, what: str) -> Any:
   if kind == "tensor_type": return t.tensor_type
   if kind in ("sequence_type", "optional_type"): return _tensor_type(getattr(t, kind).elem_type, what)
   raise NotImplementedError(f"{what} is a {kind}: only tensors, sequences of tensors and optional values are supported")
+
+def elem_type(t: onnx.TypeProto | None) -> int:
+  """The ONNX element type of a tensor value's type (of a sequence's or optional's tensors), 0 where not known."""
+  tt = _tensor_type(t, "") if t is not None else None
+  return tt.elem_type if tt is not None else 0
 
 def _describe(v: Any) -> str:
   if isinstance(v, Tensor): return f"{tuple(v.shape)} {v.dtype.name}"

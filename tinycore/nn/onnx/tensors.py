@@ -1,7 +1,8 @@
 """ONNX's element types as tinycore dtypes, and the small conversions the ops share.
 
 ONNX names an element type by a number (TensorProto.DataType); the ones tinycore has a dtype for are listed in DTYPES.
-The others (strings, complex numbers, the 8-, 4- and 2-bit floats and ints) are refused when a model is loaded. An
+The narrow ones (4- and 2-bit ints, 8- and 4-bit floats) are carried in a wider dtype (narrow.py); the others
+(strings, complex numbers) are refused when a model is loaded. An
 input an op needs as Python numbers (a shape, axes, pads) is read off its Tensor with `ints` or `floats`: such inputs
 are small, and most are initializers or Constant nodes whose values are on the host already. A *host value* (shapes.py)
 is a small integer Tensor whose Python value is remembered here: `ints` reads it without touching the device."""
@@ -10,13 +11,12 @@ import weakref
 from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
+from tinycore.nn.onnx.narrow import NARROW
 
 # TensorProto.DataType numbers -> tinycore dtypes
 DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64,
                             9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16}
-UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
-                               19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
-                               25: "UINT2", 26: "INT2"}
+UNSUPPORTED: dict[int, str] = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128"}
 
 HOST_MAX = 16
 _HOST: dict[int, tuple[weakref.ref, Any]] = {}  # id(tensor) -> (weakref to it, its Python value)
@@ -32,13 +32,20 @@ def remember(t: Tensor, v: Any) -> Tensor:
   _HOST[key] = (weakref.ref(t, lambda _: _HOST.pop(key, None)), v)
   return t
 
-def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor: return remember(Tensor(v, dtype=dtype, device=device), v)
+def host_tensor(v: Any, dtype: DType, device: str | None = None) -> Tensor:
+  """A host value as a Tensor: one element as a constant (a kernel that reads it gets an immediate, not a buffer)."""
+  if isinstance(v, list) and len(v) == 1: return remember(Tensor.full((1,), v[0], dtype=dtype, device=device), v)
+  return remember(Tensor(v, dtype=dtype, device=device), v)
 
-def small_int(t: Tensor) -> bool: return dtypes.is_int(t.dtype) and t.ndim <= 1 and t.numel() <= HOST_MAX
+HOST_FLOATS = (dtypes.float32, dtypes.float64)  # float host values: each step rounded to the dtype (shapes.py)
+def host_kind(t: Tensor) -> bool:
+  """Whether t may be a host value: a small integer, float32 or float64 Tensor, 0-d or 1-d."""
+  return (dtypes.is_int(t.dtype) or t.dtype in HOST_FLOATS) and t.ndim <= 1 and t.numel() <= HOST_MAX
 
 def dtype_of(code: int, what: str) -> DType:
   """The tinycore dtype of ONNX element type `code`; NotImplementedError naming `what` needs it otherwise."""
   if code in DTYPES: return DTYPES[code]
+  if code in NARROW: return NARROW[code].carrier
   raise NotImplementedError(f"{what}: ONNX element type {UNSUPPORTED.get(code, code)} has no tinycore dtype")
 
 def ints(t: Tensor | None, default: Any = None) -> Any:
@@ -56,7 +63,8 @@ def int_list(t: Tensor | None, default: Any = None) -> Any:
 def floats(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d Tensor as a Python float or list of floats (`default` for an absent input)."""
   if t is None: return default
-  v = t.tolist()
+  v = host_value(t)
+  if v is None: v = t.tolist()
   return [float(x) for x in v] if isinstance(v, list) else float(v)
 
 def axis_of(axis: int, ndim: int) -> int: return axis + ndim if axis < 0 else axis
