@@ -1,6 +1,6 @@
 """Deliberate differences from tinygrad 0.14's public API, each with its reason. test_inventory fails on any gap that
 is not listed here, and on an entry that no longer differs. A key is a name as compat.surface spells it
-(`Tensor.keccak`, `helpers.VIZ`, `Context(VIZ=)`) or one parameter of it (`Tensor.realize(do_update_stats)`).
+(`Tensor.keccak`, `helpers.FLOAT16`, `Context(FLOAT16=)`) or one parameter of it (`Tensor.realize(do_update_stats)`).
 Only what tinycore means to leave out belongs here: a gap that issue 10 asks to close stays a failing test.
 Names that the differential suite would otherwise have to compute are skipped there when listed here."""
 
@@ -66,10 +66,10 @@ ALLOWED: dict[str, str] = {
           "helpers.db_connection", "helpers.diskcache", "helpers.diskcache_clear", "helpers.diskcache_put(val)", "helpers.diskcache_put(prepickled)"),
   **_same("shape helpers of tinygrad's IMAGE and pooling internals", "helpers.is_image_shape", "helpers.canonicalize_strides",
           "helpers.resolve_pool_pads", "helpers.flat_to_grouped", "helpers.polyN"),
-  **_knobs("scheduler, renderer and driver internals of tinygrad (multi-device collectives, process replay, viz, its memory planner and "
+  **_knobs("scheduler, renderer and driver internals of tinygrad (multi-device collectives, process replay, its memory planner and "
            "caches, tensor-core selection, atomics); tinycore's knobs are its own", "ALL2ALL", "RING", "ALLREDUCE_CAST", "ALLOW_DEVICE_USAGE",
            "ALLOW_TF32", "CAPTURE_PROCESS_REPLAY", "CAPTURING", "CCACHE", "CHECK_OOB", "DEBUG_RANGEIFY", "DISABLE_FAST_IDIV", "DISALLOW_BROADCAST",
            "EMULATED_DTYPES", "FUSE_OPTIM", "IGNORE_BEAM_CACHE", "LRU", "MAX_BUFFER_SIZE", "MAX_KERNEL_BUFFERS", "NO_MEMORY_PLANNER",
-           "NULL_ALLOW_COPYOUT", "NUM_CPU_THREADS", "OPENPILOT_HACKS", "PARALLEL", "PCONTIG", "PROFILE", "SCACHE", "SPEC", "TC_SELECT", "TC_OPT",
-           "TRACEMETA", "TUPLE_ORDER", "USE_ATOMICS", "USE_TC", "VALIDATE_WITH_CPU", "VIZ", "IMAGE", "NO_COLOR"),
+           "NULL_ALLOW_COPYOUT", "NUM_CPU_THREADS", "OPENPILOT_HACKS", "PARALLEL", "PCONTIG", "SCACHE", "SPEC", "TC_SELECT", "TC_OPT",
+           "TRACEMETA", "TUPLE_ORDER", "USE_ATOMICS", "USE_TC", "VALIDATE_WITH_CPU", "IMAGE", "NO_COLOR"),
 }
