@@ -103,3 +103,16 @@ def torch_compile_timing(step: Callable[[], Any], reps: int) -> dict:
   """A torch.compile'd step: the first call's CPU/wall time (compile, reported apart) and the steady median."""
   c, w, _ = timed(step)
   return {**median_cpu(step, reps), "compile_cpu_s": c, "compile_wall_s": w}
+
+def torch_train_step(model: Any, opt: Any, x: Any, y: Any, compiled: bool = False) -> Callable[[], float]:
+  """One torch classification step on a fixed batch (cross-entropy, backward, the optimizer's step), the model behind
+  torch.compile when `compiled`; returns the loss."""
+  import torch
+  fwd = torch.compile(model) if compiled else model
+  def step() -> float:
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(fwd(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+  return step

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib.util, os, sys
 from typing import Any, Callable
 if __package__ in (None, ""): sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from bench.models.common import copy_into_torch, loss_check, median_cpu, memory_main, one_thread, timed, torch_compile_timing
+from bench.models.common import (copy_into_torch, loss_check, median_cpu, memory_main, one_thread, timed, torch_compile_timing,
+                                 torch_train_step)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,16 +55,7 @@ def torch_model(cfg: dict) -> Any:
 def torch_step(model: Any, cfg: dict, compiled: bool = False) -> Callable[[], float]:
   import torch
   x, y = (torch.from_numpy(a) for a in data(cfg))
-  y = y.long()
-  opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
-  fwd = torch.compile(model) if compiled else model
-  def step() -> float:
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(fwd(x), y)
-    loss.backward()
-    opt.step()
-    return loss.item()
-  return step
+  return torch_train_step(model, torch.optim.Adam(model.parameters(), lr=cfg["lr"]), x, y.long(), compiled)
 
 def eval_losses(tm: Any, m: Any, cfg: dict) -> tuple[float, float]:
   """The loss of the batch in eval mode (no dropout) in tinycore and in torch."""

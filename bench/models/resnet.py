@@ -5,7 +5,8 @@ from __future__ import annotations
 import os, sys
 from typing import Any, Callable
 if __package__ in (None, ""): sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from bench.models.common import copy_into_torch, loss_check, median_cpu, memory_main, one_thread, spawn_memory, timed, torch_compile_timing
+from bench.models.common import (copy_into_torch, loss_check, median_cpu, memory_main, one_thread, spawn_memory, timed,
+                                 torch_compile_timing, torch_train_step)
 
 CFG = {"bs": 16, "hw": 112, "classes": 1000, "lr": 0.01, "momentum": 0.9}
 
@@ -87,15 +88,7 @@ def torch_step(model: Any, cfg: dict, compiled: bool = False) -> Callable[[], fl
   import torch
   X, Y = data(cfg)
   x, y = torch.from_numpy(X), torch.from_numpy(Y).long()
-  opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
-  fwd = torch.compile(model) if compiled else model
-  def step() -> float:
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(fwd(x), y)
-    loss.backward()
-    opt.step()
-    return loss.item()
-  return step
+  return torch_train_step(model, torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"]), x, y, compiled)
 
 def make_step(lib: str, cfg: dict = CFG) -> Callable[[], float]:
   if lib == "tinycore": return tiny_step(tiny_model(cfg), cfg)
