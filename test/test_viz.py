@@ -87,8 +87,9 @@ def test_viz_file_at_exit(tmp_path):
   path = tmp_path / "viz.html"
   code = "from tinycore import Tensor; print((Tensor([1.0, 2.0, 3.0]).exp() * 3).sum().item())"
   env = {**os.environ, "VIZ": "file", "VIZ_PATH": str(path), "PROFILE_PATH": str(tmp_path / "t.json")}
-  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120).stdout
-  assert f"written to {path}" in out
+  run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+  assert run.returncode == 0, f"exit status {run.returncode}:\n{run.stdout}\n{run.stderr}"
+  assert f"written to {path}" in run.stdout
   page = path.read_text()
   assert page.startswith("<!DOCTYPE html>") and 'class="kernel-link"' in page and 'class="source"' in page and "<svg" in page
 
