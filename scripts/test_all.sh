@@ -12,9 +12,9 @@ export TINYCORE_SETUP_DONE=1
 echo "=== pytest: core, plugins, conformance self-tests"
 "$PY" -m pytest -q -n 2 test plugins conformance/tests
 echo "=== pytest NOOPT=1: the core suite with no optimizations (results must not depend on them; test/compat and the ONNX suites ran above)"
-# (the VIZ page, test/test_viz.py and in a browser test/test_viz_browser.py, ran above: they check the page, not the kernels)
+# (the VIZ page in a browser, test/test_viz_browser.py, ran above: it checks the page, not the kernels)
 NOOPT=1 "$PY" -m pytest -q -n 2 -p no:cacheprovider test --ignore=test/compat --ignore=test/test_onnx_backend.py --ignore=test/test_onnx_models.py \
-  --ignore=test/test_viz_browser.py --ignore=test/test_viz.py
+  --ignore=test/test_viz_browser.py
 # a fresh cache directory, so the kernels are really searched (the search's choices and programs are cached on disk)
 BEAM_CACHE=$(mktemp -d)
 trap 'rm -rf "$BEAM_CACHE"' EXIT

@@ -86,7 +86,8 @@ def test_page_shows_every_kernel():
 def test_viz_file_at_exit(tmp_path):
   path = tmp_path / "viz.html"
   code = "from tinycore import Tensor; print((Tensor([1.0, 2.0, 3.0]).exp() * 3).sum().item())"
-  env = {**os.environ, "VIZ": "file", "VIZ_PATH": str(path), "PROFILE_PATH": str(tmp_path / "t.json")}
+  # DEV named: a device chosen by an earlier test of this worker's environment (one left DEV naming "CL") is not this test's
+  env = {**os.environ, "DEV": "CLANG", "VIZ": "file", "VIZ_PATH": str(path), "PROFILE_PATH": str(tmp_path / "t.json")}
   run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
   assert run.returncode == 0, f"exit status {run.returncode}:\n{run.stdout}\n{run.stderr}"
   assert f"written to {path}" in run.stdout
