@@ -13,6 +13,14 @@ from tinycore.helpers import prod
 def cpu(widths=(16, 8, 4), regs=32, cache=2 << 20) -> Renderer:
   return Renderer(has_local=False, vector_widths=widths, vector_registers=regs, cache_bytes=cache)
 
+def _check_matmul(out: Tensor, x: Tensor, w: Tensor, xn: np.ndarray, wn: np.ndarray, gn: np.ndarray) -> None:
+  """out = x @ w and its gradients for the upstream gradient gn, against numpy in float64."""
+  (out * Tensor(gn)).sum().backward()
+  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
+  np.testing.assert_allclose(out.numpy(), x64 @ w64, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
+
 def test_panel_rule():
   assert matmul_panel(cpu(), 2048, 2048, 4) == 32 and matmul_panel(cpu((8, 4)), 2048, 2048, 4) == 16
   assert matmul_panel(cpu(), 512, 512, 4) == 0, "an operand that fits the cache is read as it is"
@@ -47,11 +55,7 @@ def test_repacked_matmul_forward_and_backward(monkeypatch):
   out = x @ w
   assert len([s for s in out.schedule() if s.ast.op is Ops.SINK]) == 2, "the repack is a kernel of its own"
   out = x @ w
-  (out * Tensor(gn)).sum().backward()
-  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
-  np.testing.assert_allclose(out.numpy(), x64 @ w64, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64.T, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
+  _check_matmul(out, x, w, xn, wn, gn)
 
 def test_channels_last_conv_forward_and_backward():
   r = _cpu_renderer()
@@ -136,11 +140,7 @@ def test_odd_width_matmul_forward_and_backward():
   xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((24, 40), (40, 1009), (24, 1009)))
   x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
   out = x @ w
-  (out * Tensor(gn)).sum().backward()
-  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
-  np.testing.assert_allclose(out.numpy(), x64 @ w64, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64.T, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
+  _check_matmul(out, x, w, xn, wn, gn)
 
 def test_transposed_odd_width_matmul_takes_four_rows():
   # x @ E.T with E (50257-like, k): the odd dim takes no rows, the other dim takes 4 (the 2x2 tile's accumulators)
