@@ -176,13 +176,14 @@ class OnnxRunner:
       proto = shape_inference.infer_shapes(proto)  # value_info for every intermediate: their dtypes are checked at load
     except Exception: pass  # a model the inference cannot follow still loads; its intermediates are then checked as they run
     self.graph = Graph(proto.graph, self.opset, self.device)
+    self._inputs = {k: (_dims(t), dtype_of(_tensor_type(t, k).elem_type, k)) for k, t in self.graph.inputs.items()}  # (read on every call)
 
   @property
   def inputs(self) -> dict[str, tuple[tuple[int | str | None, ...] | None, DType]]:
     """{name: (shape, dtype)} of the inputs to give (initializers excluded); a dim is an int, a name, or None when unknown;
     the shape is None where the model does not give it, or where the input is a sequence or an optional value (the dtype
     is then its tensors')."""
-    return {k: (_dims(t), dtype_of(_tensor_type(t, k).elem_type, k)) for k, t in self.graph.inputs.items()}
+    return dict(self._inputs)
   @property
   def outputs(self) -> list[str]: return list(self.graph.outputs)
 
@@ -194,7 +195,7 @@ class OnnxRunner:
     return self
 
   def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Any:
-    shape, dt = self.inputs[name]
+    shape, dt = self._inputs[name]
     kind = self.graph.inputs[name].WhichOneof("value")
     code = _tensor_type(self.graph.inputs[name], name).elem_type
     if kind == "optional_type" and value is None: return None
@@ -220,13 +221,13 @@ class OnnxRunner:
   def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
     """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}: realized under the
     runner's TinyJit, else lazy (see the module docstring). debug (or DEBUG>=3) prints each node's outputs' shapes."""
-    if (missing := [k for k in self.inputs if k not in inputs]):
+    if (missing := [k for k in self._inputs if k not in inputs]):
       raise ValueError(f"ONNX model inputs missing: {', '.join(missing)} (it takes {', '.join(self.inputs)})")
-    if (unknown := [k for k in inputs if k not in self.inputs and k not in self.graph.initializers]):
+    if (unknown := [k for k in inputs if k not in self._inputs and k not in self.graph.initializers]):
       raise ValueError(f"not inputs of the ONNX model: {', '.join(unknown)} (it takes {', '.join(self.inputs)})")
     bound: dict[str, int] = {}
-    values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self.inputs}
-    values.update({k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self.inputs})
+    values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self._inputs}
+    values.update({k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self._inputs})
     debug = int(debug) or int(DEBUG.value >= 3)
     if not self.jit or debug or _realize.capturing or not all(isinstance(v, Tensor) and not v.requires_grad for v in values.values()):
       return self._run(values, debug)
