@@ -1,6 +1,6 @@
 """tinycore.nn.onnx's own behaviour: refusals at load time, dtypes the device lacks, the missing-package message,
-external data, named dims bound at call time, the ways a model is given, the command line, the PYTHON device, and the
-op coverage table of docs/onnx.md. References are numpy float64 (and onnxruntime for --check)."""
+external data, named dims bound at call time, the ways a model is given, the command line, the PYTHON device, the
+runner's replay of its kernels (and tinygrad's TinyJit around it), and the op coverage table of docs/onnx.md. References are numpy float64 (and onnxruntime for --check)."""
 from __future__ import annotations
 import pathlib, sys
 import numpy as np
