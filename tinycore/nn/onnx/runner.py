@@ -21,12 +21,12 @@ The runner replays its kernels (`jit=True`, the default): calls with the same in
 devices, views) go through one TinyJit (engine/jit.py) each: the first runs the graph and realizes the outputs, the
 second records its kernels, later ones launch them again without building or scheduling the graph. The outputs of the
 second call on are copies of the TinyJit's output buffers (the next replay overwrites those); the TinyJits of the
-JIT_SIGNATURES latest signatures are kept. A signature is run plainly instead,
-every time, when its first run read a value computed on the device into Python (If's condition, NonZero's count:
-tensors.DeviceReads; the next call may need other kernels), when an output is not a Tensor or the capture is refused
-(an output that is an input), and a single call is run plainly when an input needs a gradient, with `debug`, or while
-another TinyJit is capturing (`TinyJit(runner)` records the graph's kernels itself, as in tinygrad). `jit=False`: every
-call runs the graph, and the outputs are lazy Tensors."""
+JIT_SIGNATURES signatures seen last are kept. A signature runs plainly instead, on every call, when its first run read
+a value computed on the device into Python (If's condition, NonZero's count: tensors.DeviceReads; the next inputs may
+need other kernels), when an output is not a Tensor, or when TinyJit refuses the capture (an output that is an input).
+A single call runs plainly when an input needs a gradient, with `debug`, or while another TinyJit captures
+(`TinyJit(lambda x: runner(...)...)` records the graph's kernels itself, as in tinygrad). `jit=False`: every call runs
+the graph, and the outputs are lazy Tensors."""
 from __future__ import annotations
 import pathlib
 from typing import Any, TYPE_CHECKING
