@@ -3,7 +3,8 @@
   ShuffleNet, SqueezeNet, VGG-19, ZFNet-512; their weights are constants), also against the output the wheel stores,
   with the inputs and tolerances ONNX's backend test uses for them;
 - ResNet-18, MobileNetV2 and a Transformer encoder written in torch with seeded random weights and exported by
-  torch.onnx.export: max |tinycore - onnxruntime| / max |onnxruntime| within 1e-4 in float32.
+  torch.onnx.export: max |tinycore - onnxruntime| / max |onnxruntime| within 1e-4 in float32, on the first call and on
+  a replay of the runner's TinyJit.
 The torch CNNs run at 64x64 here (the same graphs as at 224x224, which bench/bench_onnx.py times), to keep CI short."""
 from __future__ import annotations
 import pathlib
@@ -50,6 +51,9 @@ def test_torch_exported(name):
   if name != "Encoder": x = x[:, :, :64, :64]
   data = onnx_models.export(model, x, dynamic_batch=True)
   ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"input": x.numpy()})[0]
-  out = OnnxRunner(data)({"input": x.numpy()})["output"].numpy()
+  run = OnnxRunner(data)
+  out = run({"input": x.numpy()})["output"].numpy()
   assert out.shape == ref.shape and rel_error(out, ref) < 1e-4
   with torch.no_grad(): assert rel_error(out, model(x).numpy()) < 1e-4
+  for _ in range(2): replayed = run({"input": x.numpy()})["output"].numpy()  # the second call records its kernels, the third replays them
+  assert rel_error(replayed, ref) < 1e-4

@@ -1,7 +1,8 @@
 """python -m tinycore.nn.onnx model.onnx [--check] [--runs N] [--dim NAME=SIZE ...] [--device DEV]
 
 Runs an ONNX model on seeded random inputs and prints each output's shape and dtype, the number of kernels and the time
-of the first run (which compiles) and of the later ones. With --check it runs onnxruntime on the same inputs and
+of the first run (which compiles) and of the later ones (from the third on, the runner replays the kernels it
+recorded on the second; the outputs printed and checked are the last run's). With --check it runs onnxruntime on the same inputs and
 compares (exit status 1 when an output differs by more than --rtol/--atol). A dim the model names ("batch") is 1
 unless --dim sets it."""
 from __future__ import annotations

@@ -18,7 +18,7 @@ import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, floats
+from tinycore.nn.onnx.tensors import ints, floats, scalar
 
 def _edges(b: Tensor, center_point_box: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
   """(x_min, x_max, y_min, y_max) of boxes (B, S, 4), each (B, S)."""
@@ -63,10 +63,10 @@ def NonMaxSuppression(boxes: Tensor, scores: Tensor, max_output_boxes_per_class:
   keep = cand
   while True:
     new = cand & ~(keep.unsqueeze(-1) & ov & before).any(-2)
-    if not (new != keep).any().item(): break
+    if not scalar((new != keep).any()): break
     keep = new.realize()
   keep = keep & (keep.cast(dtypes.int32).cumsum(-1) <= limit)
-  n = int(keep.sum().item())
+  n = int(scalar(keep.sum()))
   if n == 0: return Tensor.zeros(0, 3, dtype=dtypes.int64, device=boxes.device)
   bck = keep.nonzero(size=n).cast(dtypes.int64)  # (n, 3): batch, class, rank
   box = order.flatten().cast(dtypes.int64)[(bck[:, 0] * nc + bck[:, 1]) * ns + bck[:, 2]]
@@ -98,7 +98,7 @@ def RoiAlign(x: Tensor, rois: Tensor, batch_indices: Tensor, /, *, coordinate_tr
   bin_h, bin_w = size_h / ph, size_w / pw
   if sampling_ratio > 0: gh = gw = Tensor.full((r,), float(sampling_ratio))
   else: gh, gw = bin_h.ceil(), bin_w.ceil()
-  big_h, big_w = (sampling_ratio, sampling_ratio) if sampling_ratio > 0 else (max(int(gh.max().item()), 1), max(int(gw.max().item()), 1))
+  big_h, big_w = (sampling_ratio, sampling_ratio) if sampling_ratio > 0 else (max(int(scalar(gh.max())), 1), max(int(scalar(gw.max())), 1))
   def samples(start: Tensor, size: Tensor, grid: Tensor, bins: int, big: int) -> tuple[Tensor, Tensor]:
     """(r, bins, big) sample positions along one axis, and which of them the region's grid has."""
     i = Tensor.arange(big, dtype=dtypes.float32).reshape(1, 1, big)

@@ -7,7 +7,7 @@ import math
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, int_list, axis_of, dtype_of, DTYPES
+from tinycore.nn.onnx.tensors import ints, int_list, axis_of, dtype_of, read, scalar, DTYPES
 from tinycore.nn.onnx.nn import Conv
 
 def _window(name: str, terms: tuple[float, ...]) -> None:
@@ -48,7 +48,7 @@ def BitCast(x: Tensor, /, *, to: int) -> Tensor:
 @onnx_op()
 def Compress(x: Tensor, cond: Tensor, /, *, axis: int | None = None) -> Tensor:
   src, a = (x.flatten(), 0) if axis is None else (x, axis_of(axis, x.ndim))
-  keep = [i for i, c in enumerate(cond.tolist()) if c and i < src.shape[a]]
+  keep = [i for i, c in enumerate(read(cond)) if c and i < src.shape[a]]
   return src[(slice(None),) * a + (Tensor(keep, dtype=dtypes.int32),)] if keep else src.shrink([(0, 0) if i == a else None for i in range(src.ndim)])
 
 @onnx_op()
@@ -138,7 +138,7 @@ def Unique(x: Tensor, /, *, axis: int | None = None, sorted: int = 1) -> tuple[T
   is_first = ~(same & earlier).any(-1)
   # the place of each first appearance among the distinct ones: by value (sorted) or by position
   rank = (is_first.reshape(1, n) & (less.T if sorted else earlier)).cast(dtypes.int32).sum(-1)
-  u = int(is_first.cast(dtypes.int32).sum().item())
+  u = int(scalar(is_first.cast(dtypes.int32).sum()))
   pick = (rank.reshape(1, n) == Tensor.arange(u).reshape(u, 1)) & is_first.reshape(1, n)  # (u, n): the element at each place
   first_idx = pick.where(ar, 0).sum(-1).cast(dtypes.int64)
   inverse = (same & is_first.reshape(1, n)).where(rank.reshape(1, n), 0).sum(-1).cast(dtypes.int64)

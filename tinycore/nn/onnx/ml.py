@@ -14,7 +14,7 @@ from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes, to_np_dtype
 from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import int_list
+from tinycore.nn.onnx.tensors import int_list, read
 
 DOMAIN = "ai.onnx.ml"
 
@@ -58,8 +58,8 @@ def TreeEnsemble(x: Tensor, /, *, nodes_splits: Tensor, nodes_featureids: list[i
                  nodes_hitrates: Any = None, nodes_missing_value_tracks_true: list[int] | None = None,
                  membership_values: Tensor | None = None) -> Tensor:
   """Y (N, n_targets): the trees' leaf weights per target, aggregated (0 average, 1 sum, 2 min, 3 max)."""
-  modes, splits, weights = int_list(nodes_modes), nodes_splits.tolist(), leaf_weights.tolist()
-  members = _member_sets(modes, membership_values.tolist() if membership_values is not None else None)
+  modes, splits, weights = int_list(nodes_modes), read(nodes_splits), read(leaf_weights)
+  members = _member_sets(modes, read(membership_values) if membership_values is not None else None)
   missing = nodes_missing_value_tracks_true or [0] * len(modes)
   xc = x.cast(dtypes.float64) if is_dtype_supported(dtypes.float64, x.device) else x.cast(dtypes.float32)
   cache: dict[int, Tensor] = {}

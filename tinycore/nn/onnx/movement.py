@@ -9,7 +9,7 @@ from typing import Any
 from tinycore.tensor import Tensor
 from tinycore.dtype import dtypes
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, host_value, DTYPES
+from tinycore.nn.onnx.tensors import ints, int_list, floats, axis_of, dtype_of, host_tensor, host_value, scalar, DTYPES
 
 def _wrap(idx: Tensor, n: int | Tensor) -> Tensor: return (idx < 0).where(idx + n, idx)
 
@@ -183,12 +183,12 @@ def Constant(*, value: Tensor | None = None, value_float: float | None = None, v
 
 @onnx_op()
 def ConstantOfShape(shape: Tensor, /, *, value: Tensor | None = None) -> Tensor:
-  fill, dt = (value.reshape(()).item(), value.dtype) if value is not None else (0.0, dtypes.float32)
+  fill, dt = (scalar(value), value.dtype) if value is not None else (0.0, dtypes.float32)
   return Tensor.full(tuple(int_list(shape)), fill, dtype=dt, device=shape.device)
 
 @onnx_op()
 def Range(start: Tensor, limit: Tensor, delta: Tensor, /) -> Tensor:
-  s, l, d = start.item(), limit.item(), delta.item()
+  s, l, d = scalar(start), scalar(limit), scalar(delta)
   n = max(math.ceil((l - s) / d), 0)
   return (Tensor.arange(n, device=start.device).cast(start.dtype) * d + s).cast(start.dtype) if n else Tensor.zeros(0, dtype=start.dtype)
 
@@ -201,7 +201,7 @@ def EyeLike(x: Tensor, /, *, dtype: int | None = None, k: int = 0) -> Tensor:
 @onnx_op()
 def NonZero(x: Tensor, /) -> Tensor:
   """The output's length depends on the data: the count is read back first."""
-  return x.nonzero(size=int((x != 0).sum().item())).cast(dtypes.int64).T
+  return x.nonzero(size=int(scalar((x != 0).sum()))).cast(dtypes.int64).T
 
 @onnx_op()
 def Dropout(x: Tensor, ratio_input: Tensor | None = None, training_mode: Tensor | None = None, /, *, seed: int | None = None, is_test: int = 0,
@@ -210,7 +210,7 @@ def Dropout(x: Tensor, ratio_input: Tensor | None = None, training_mode: Tensor 
   probability 1 - ratio (tinycore's generator: Tensor.manual_seed, not the node's seed) and scaled by 1 / (1 - ratio).
   training_mode and ratio are read on the host."""
   p = floats(ratio_input, ratio)
-  if training_mode is None or not training_mode.item() or p == 0: return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
+  if training_mode is None or not scalar(training_mode) or p == 0: return x, Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)
   keep = Tensor.rand(*x.shape, device=x.device) >= p
   return keep.where(x / (1 - p), 0).cast(x.dtype), keep
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 from tinycore.tensor import Tensor
 from tinycore.nn.onnx.registry import onnx_op
+from tinycore.nn.onnx.tensors import scalar
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"Sigmoid": Tensor.sigmoid, "Tanh": Tensor.tanh, "Relu": Tensor.relu}
 _NAMES = tuple(ACTIVATIONS)
@@ -18,7 +19,7 @@ def _frame(x: Tensor, layout: int, direction: str, seq_lens: Tensor | None) -> t
   x = x.permute(1, 0, 2) if layout else x
   dirs = {"forward": [0], "reverse": [1], "bidirectional": [0, 1]}[direction]
   lens = seq_lens.reshape(1, -1, 1) if seq_lens is not None else None
-  if lens is not None and 1 in dirs and (lens.min() != x.shape[0]).item():
+  if lens is not None and 1 in dirs and scalar(lens.min() != x.shape[0]):
     raise NotImplementedError("ONNX RNN/LSTM/GRU in reverse with sequence_lens shorter than the sequence")
   return x, dirs, lens
 

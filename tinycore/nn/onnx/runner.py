@@ -15,24 +15,40 @@ refused at once and never halfway through a run:
   (shapes.py: shape arithmetic runs on the host, not as kernels).
 Running (`runner({"input": x})`) binds the inputs (numpy arrays and lists are converted to the input's dtype; a Tensor
 must have it), checks their shapes against the model (a named dim, such as "batch", takes the same size everywhere
-it appears), runs the nodes in the graph's order and returns {output name: Tensor}, lazy as every Tensor."""
+it appears), runs the nodes in the graph's order and returns {output name: Tensor}.
+
+The runner replays its kernels (`jit=True`, the default): calls with the same input signature (names, shapes, dtypes,
+devices, views) go through one TinyJit (engine/jit.py) each: the first runs the graph and realizes the outputs, the
+second records its kernels, later ones launch them again without building or scheduling the graph. The outputs of the
+second call on are copies of the TinyJit's output buffers (the next replay overwrites those); the TinyJits of the
+JIT_SIGNATURES signatures seen last are kept. A signature runs plainly instead, on every call, when its first run read
+a value computed on the device into Python (If's condition, NonZero's count: tensors.DeviceReads; the next inputs may
+need other kernels), when an output is not a Tensor, or when TinyJit refuses the capture (an output that is an input).
+A single call runs plainly when an input needs a gradient, with `debug`, or while another TinyJit captures
+(`TinyJit(lambda x: runner(...)...)` records the graph's kernels itself, as in tinygrad). `jit=False`: every call runs
+the graph, and the outputs are lazy Tensors."""
 from __future__ import annotations
 import pathlib
 from typing import Any, TYPE_CHECKING
 import numpy as np
 from tinycore.tensor import Tensor
-from tinycore.device import Device, is_dtype_supported
+from tinycore.lazy import LazyBuffer
+from tinycore.device import Buffer, Device, is_dtype_supported
+from tinycore.engine import realize as _realize
+from tinycore.engine.jit import JitError, TinyJit
 from tinycore.dtype import DType, dtypes
 from tinycore.errors import DTypeError, ShapeError
 from tinycore.helpers import DEBUG
 from tinycore.nn.onnx import registry
 from tinycore.nn.onnx import elementwise, reduce, movement, nn, resize, gridsample, control, attention, extra, recurrent  # noqa: F401
 from tinycore.nn.onnx import spectral, detection, sequence, randomness, training, ml  # noqa: F401  (each module registers its ops)
-from tinycore.nn.onnx.tensors import dtype_of, host_kind, remember
+from tinycore.nn.onnx.tensors import DeviceReads, constant, dtype_of, host_kind, remember
 from tinycore.nn.onnx.narrow import NARROW, to_carrier
 from tinycore.nn.onnx.optimize import optimize
 from tinycore.nn.onnx import shapes
 if TYPE_CHECKING: import onnx
+
+JIT_SIGNATURES = 4  # input signatures whose TinyJit (and its buffers) a runner keeps
 
 def import_onnx() -> Any:
   """The onnx package, or an ImportError saying how to install it."""
@@ -96,8 +112,15 @@ class Graph:
       self.nodes.append((impl, n, attrs, private))
       known |= set(n.output)
     optimize(self)
+    self._mark_constants()
+
+  def _mark_constants(self) -> None:
     for t in self.initializers.values():
+      constant(t)
       if host_kind(t): remember(t, t.tolist())
+    for _, _, attrs, _ in self.nodes:
+      for v in attrs.values():
+        if isinstance(v, Tensor): constant(v)
 
   def _check_dtype(self, dt: DType, what: str) -> None:
     if not is_dtype_supported(dt, self.device):
@@ -127,6 +150,7 @@ class Graph:
       for k, v in attrs.items():
         if isinstance(v, Tensor): attrs[k] = v.to(device)
         elif isinstance(v, Graph): v.to(device)
+    self._mark_constants()
 
 def _load(model: Any) -> onnx.ModelProto:
   onnx = import_onnx()
@@ -139,8 +163,11 @@ class OnnxRunner:
   """Runs an ONNX model with tinycore: `OnnxRunner("model.onnx")({"input": x})` -> {output name: Tensor}.
 
   model: a path (str or Path; external data files are read from its folder), the model's bytes (bytes or a uint8
-  Tensor) or an onnx.ModelProto. device: where initializers live and the model runs (Device.DEFAULT when None)."""
-  def __init__(self, model: Tensor | str | pathlib.Path | bytes | onnx.ModelProto, device: str | None = None):
+  Tensor) or an onnx.ModelProto. device: where initializers live and the model runs (Device.DEFAULT when None).
+  jit: replay the kernels of calls with the same input shapes (see the module docstring); False runs the graph every call."""
+  def __init__(self, model: Tensor | str | pathlib.Path | bytes | onnx.ModelProto, device: str | None = None, jit: bool = True):
+    self.jit, self._read_data = jit, False
+    self._jits: dict[tuple, TinyJit | None] = {}  # input signature -> its TinyJit (None: it runs plainly), oldest first
     proto = _load(model)
     self.opset = {(o.domain or ""): o.version for o in proto.opset_import}
     self.device = Device.canonicalize(device) if device is not None else Device.DEFAULT
@@ -149,13 +176,14 @@ class OnnxRunner:
       proto = shape_inference.infer_shapes(proto)  # value_info for every intermediate: their dtypes are checked at load
     except Exception: pass  # a model the inference cannot follow still loads; its intermediates are then checked as they run
     self.graph = Graph(proto.graph, self.opset, self.device)
+    self._inputs = {k: (_dims(t), dtype_of(_tensor_type(t, k).elem_type, k)) for k, t in self.graph.inputs.items()}  # (read on every call)
 
   @property
   def inputs(self) -> dict[str, tuple[tuple[int | str | None, ...] | None, DType]]:
     """{name: (shape, dtype)} of the inputs to give (initializers excluded); a dim is an int, a name, or None when unknown;
     the shape is None where the model does not give it, or where the input is a sequence or an optional value (the dtype
     is then its tensors')."""
-    return {k: (_dims(t), dtype_of(_tensor_type(t, k).elem_type, k)) for k, t in self.graph.inputs.items()}
+    return dict(self._inputs)
   @property
   def outputs(self) -> list[str]: return list(self.graph.outputs)
 
@@ -163,10 +191,11 @@ class OnnxRunner:
     """Move the initializers to `device` (Device.DEFAULT when None); later runs use it."""
     self.device = Device.canonicalize(device) if device is not None else Device.DEFAULT
     self.graph.to(self.device)
+    self._jits.clear()  # the captured kernels read the old initializers
     return self
 
   def _bind(self, name: str, value: Any, bound: dict[str, int]) -> Any:
-    shape, dt = self.inputs[name]
+    shape, dt = self._inputs[name]
     kind = self.graph.inputs[name].WhichOneof("value")
     code = _tensor_type(self.graph.inputs[name], name).elem_type
     if kind == "optional_type" and value is None: return None
@@ -190,17 +219,53 @@ class OnnxRunner:
     return Tensor(np.asarray(value), device=self.device).cast(dt)
 
   def __call__(self, inputs: dict[str, Any], debug: int | bool = False) -> dict[str, Tensor]:
-    """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}, not yet realized.
-    debug (or DEBUG>=3) prints each node's outputs' shapes."""
-    if (missing := [k for k in self.inputs if k not in inputs]):
+    """Run the model on `inputs` ({name: Tensor, numpy array or list}); returns {output name: Tensor}: realized under the
+    runner's TinyJit, else lazy (see the module docstring). debug (or DEBUG>=3) prints each node's outputs' shapes."""
+    if (missing := [k for k in self._inputs if k not in inputs]):
       raise ValueError(f"ONNX model inputs missing: {', '.join(missing)} (it takes {', '.join(self.inputs)})")
-    if (unknown := [k for k in inputs if k not in self.inputs and k not in self.graph.initializers]):
+    if (unknown := [k for k in inputs if k not in self._inputs and k not in self.graph.initializers]):
       raise ValueError(f"not inputs of the ONNX model: {', '.join(unknown)} (it takes {', '.join(self.inputs)})")
     bound: dict[str, int] = {}
-    values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self.inputs}
-    values = self.graph.run({**values, **{k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self.inputs}},
-                            int(debug) or int(DEBUG.value >= 3))
+    values = {k: self._bind(k, v, bound) for k, v in inputs.items() if k in self._inputs}
+    values.update({k: _as_tensor(v, self.device) for k, v in inputs.items() if k not in self._inputs})
+    debug = int(debug) or int(DEBUG.value >= 3)
+    if not self.jit or debug or _realize.capturing or not all(isinstance(v, Tensor) and not v.requires_grad for v in values.values()):
+      return self._run(values, debug)
+    names = sorted(values)
+    key = tuple((k, tuple(values[k].shape), values[k].dtype, values[k].device, values[k].lazydata.st) for k in names)
+    if key not in self._jits:
+      if len(self._jits) >= JIT_SIGNATURES: del self._jits[next(iter(self._jits))]  # the oldest signature's buffers go
+      self._jits[key] = TinyJit(lambda *ts: self._traced(dict(zip(names, ts))))
+    if (jit := self._jits[key]) is None: return self._run(values, debug)
+    was, self._read_data = jit.cnt, False  # (cnt >= 1: this call captures or replays; its outputs are the TinyJit's buffers)
+    try: out = jit(*(values[k] for k in names))
+    except JitError:  # inputs sharing one buffer, an output that is an input: this signature runs plainly
+      self._jits[key] = None
+      return self._run(values, debug)
+    if was < 2 and (self._read_data or not all(isinstance(t, Tensor) for t in out.values())): self._jits[key] = None
+    return {k: _copy(t) for k, t in out.items()} if was >= 1 else out
+
+  def _run(self, values: dict[str, Any], debug: int = 0) -> dict[str, Tensor]:
+    values = self.graph.run(dict(values), debug)
     return {k: values[k] for k in self.graph.outputs}
+
+  def _traced(self, values: dict[str, Tensor]) -> dict[str, Tensor]:
+    """_run, noting in _read_data whether an op read a run-time device value into Python (the run depends on the data)."""
+    before = DeviceReads.count
+    out = self._run(values)
+    self._read_data = DeviceReads.count != before
+    return out
+
+def _copy(t: Tensor) -> Tensor:
+  """A TinyJit's output with its own buffer (the next replay overwrites the TinyJit's): a copy of the buffer, no kernel;
+  the same view of it where the output is a view. An output without a buffer (a constant) is itself."""
+  lb = t.lazydata
+  if not (isinstance(lb, LazyBuffer) and lb.is_realized()): return t
+  src = lb.base.buffer
+  buf = Buffer(src.device, src.size, src.dtype)
+  buf.copy_from(src)
+  base = LazyBuffer.from_buffer(buf, lb.base.shape)
+  return Tensor(base if lb._base is None else LazyBuffer(lb.device, lb.st, lb.dtype, base=base))
 
 def _as_tensor(v: Any, device: str) -> Tensor: return v if isinstance(v, Tensor) else Tensor(np.asarray(v), device=device)
 

@@ -16,7 +16,7 @@ from tinycore.tensor import Tensor
 from tinycore.dtype import DType, dtypes
 from tinycore.device import is_dtype_supported
 from tinycore.nn.onnx.registry import onnx_op
-from tinycore.nn.onnx.tensors import ints, axis_of, dtype_of, DTYPES
+from tinycore.nn.onnx.tensors import ints, axis_of, dtype_of, scalar, DTYPES
 
 def _tables(n: int, k: int, length: int, device: str) -> tuple[Tensor, Tensor]:
   """(C, S), each (n, k): cos and sin of 2 pi i j / length."""
@@ -86,9 +86,9 @@ def MelWeightMatrix(num_mel_bins: Tensor, dft_length: Tensor, sample_rate: Tenso
                     output_datatype: int = 1) -> Tensor:
   """(dft_length // 2 + 1, num_mel_bins): filter i rises linearly from edge i to edge i + 1 and falls to edge i + 2, the
   num_mel_bins + 2 edges evenly spaced on the mel scale between the two frequencies, as spectrogram bins."""
-  m, n, rate = int(num_mel_bins.item()), int(dft_length.item()), sample_rate.item()
+  m, n, rate = int(scalar(num_mel_bins)), int(scalar(dft_length)), scalar(sample_rate)
   def mel(hz: float) -> float: return 2595 * math.log1p(hz / 700) / math.log(10)
-  lo_mel, hi_mel = mel(float(lower_edge_hertz.item())), mel(float(upper_edge_hertz.item()))
+  lo_mel, hi_mel = mel(float(scalar(lower_edge_hertz))), mel(float(scalar(upper_edge_hertz)))
   step = (hi_mel - lo_mel) / (m + 2)
   edges = [int(((n + 1) * (700 * math.expm1((k * step + lo_mel) / 2595 * math.log(10)))) // rate) for k in range(m + 2)]
   j = Tensor.arange(n // 2 + 1).reshape(-1, 1).cast(_work(num_mel_bins.device))

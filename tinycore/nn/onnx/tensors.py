@@ -5,7 +5,12 @@ The narrow ones (4- and 2-bit ints, 8- and 4-bit floats) are carried in a wider 
 (strings, complex numbers) are refused when a model is loaded. An
 input an op needs as Python numbers (a shape, axes, pads) is read off its Tensor with `ints` or `floats`: such inputs
 are small, and most are initializers or Constant nodes whose values are on the host already. A *host value* (shapes.py)
-is a small integer Tensor whose Python value is remembered here: `ints` reads it without touching the device."""
+is a small integer Tensor whose Python value is remembered here: `ints` reads it without touching the device.
+
+Every op reads Tensor values into Python through `read` (and `ints`, `floats`, `scalar` on top of it), never by .item() or
+.tolist() itself: `read` counts the reads of values that are neither host values nor the graph's constants
+(`DeviceReads`), and a run that made such a read depends on the data as well as the shapes (If's condition, NonZero's
+count), so the runner does not replay its kernels for the next call (runner.py)."""
 from __future__ import annotations
 import weakref
 from typing import Any
@@ -48,11 +53,35 @@ def dtype_of(code: int, what: str) -> DType:
   if code in NARROW: return NARROW[code].carrier
   raise NotImplementedError(f"{what}: ONNX element type {UNSUPPORTED.get(code, code)} has no tinycore dtype")
 
+_CONSTANTS: dict[int, weakref.ref] = {}  # id(tensor) -> weakref to it, for the graph's initializers and tensor attributes
+
+def constant(t: Tensor) -> Tensor:
+  """Mark t as one of the graph's constants (its value is the same on every run); returns t."""
+  key = id(t)
+  _CONSTANTS[key] = weakref.ref(t, lambda _: _CONSTANTS.pop(key, None))
+  return t
+
+class DeviceReads:
+  """How many times an op read a value computed on the device at run time (not a host value, not a constant)."""
+  count = 0
+
+def read(t: Tensor) -> Any:
+  """t's value as Python numbers (nested lists, as Tensor.tolist), counting a read of a run-time value in DeviceReads."""
+  v = host_value(t)
+  if v is not None: return v
+  if (e := _CONSTANTS.get(id(t))) is None or e() is not t: DeviceReads.count += 1
+  return t.tolist()
+
+def scalar(t: Tensor) -> Any:
+  """The one element of t as a Python number (read with `read`)."""
+  v = read(t)
+  while isinstance(v, list): v = v[0]
+  return v
+
 def ints(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d integer Tensor as a Python int or list of ints (`default` for an absent input)."""
   if t is None: return default
-  v = host_value(t)
-  if v is None: v = t.tolist()
+  v = read(t)
   return [int(x) for x in v] if isinstance(v, list) else int(v)
 
 def int_list(t: Tensor | None, default: Any = None) -> Any:
@@ -63,8 +92,7 @@ def int_list(t: Tensor | None, default: Any = None) -> Any:
 def floats(t: Tensor | None, default: Any = None) -> Any:
   """A 0-d or 1-d Tensor as a Python float or list of floats (`default` for an absent input)."""
   if t is None: return default
-  v = host_value(t)
-  if v is None: v = t.tolist()
+  v = read(t)
   return [float(x) for x in v] if isinstance(v, list) else float(v)
 
 def axis_of(axis: int, ndim: int) -> int: return axis + ndim if axis < 0 else axis
