@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse, collections, os, statistics, sys, time
 from typing import Any, Callable
 os.environ["THREADS"] = "1"  # (read when the CLANG backend loads)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench import bench  # noqa: E402  (bench/bench.py: bench/ is a package now)
+from bench import bench  # noqa: E402  (bench/ is a package: its bench.py is the module)
 
 def cpu_median(step: Callable[[], Any], reps: int, warmup: int) -> float:
   """Median thread CPU seconds of one call of step (which reads its loss back: the work is done when it returns)."""
