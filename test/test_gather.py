@@ -222,3 +222,24 @@ def test_one_hot_checks_on_the_device(jit, dev):
     out = fn(Tensor(bad, device=dev))
     with pytest.raises(IndexError, match=f"index {shown} is out of bounds for size 4"): out.numpy()
   np.testing.assert_array_equal(fn(Tensor([0, 1, 2], device=dev)).numpy(), 2 * np.eye(4, dtype=np.int32)[:3])
+
+@pytest.mark.parametrize("size", [0, 3, 40])
+def test_masked_select_size_is_a_scatter(size, dev):
+  """masked_select(size=N) (and nonzero(size=N)) place the selected rows with a scatter, O(M) work, not a one-hot of
+  (N, M): against numpy, with fill_value padding, the gradient reaching the selected elements only."""
+  r = _rng(60 + size)
+  x = r.standard_normal((30, 2)).astype(np.float32)
+  m = r.random((30, 2)) < 0.4
+  t = Tensor(x, device=dev, requires_grad=True)
+  out = t.masked_select(Tensor(m, device=dev), size=size, fill_value=-7.0)
+  want = np.concatenate([x[m], np.full(max(0, size - m.sum()), -7.0, np.float32)])[:size]
+  assert not size or Ops.SCATTER in {u.op for si in create_schedule([out.contiguous().lazydata]) for u in si.ast.toposort()}
+  np.testing.assert_array_equal(out.numpy(), want)
+  if size:
+    w = r.standard_normal(size).astype(np.float32)
+    (out * Tensor(w, device=dev)).sum().backward()
+    g = np.zeros(x.size, np.float32)
+    g[np.flatnonzero(m)[:size]] = w[:min(size, m.sum())]
+    np.testing.assert_array_equal(t.grad.numpy(), g.reshape(x.shape))
+  nz = Tensor(m, device=dev).nonzero(size=size, fill_value=-1).numpy()
+  np.testing.assert_array_equal(nz, np.concatenate([np.argwhere(m), np.full((max(0, size - m.sum()), 2), -1)])[:size])

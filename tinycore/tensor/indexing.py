@@ -321,12 +321,12 @@ class IndexingMixin:
     if not isinstance(size, int) or size < 0: raise ArgumentError(f"size must be a non-negative int, got {size!r}")
     n = self.shape[0]
     if n == 0 or size == 0: return self.full((size, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
-    # slot k takes the element whose running count of selected ones is k+1
+    # a selected element goes to slot (its running count of selected ones - 1), the others (and those past size) to a
+    # spare slot `size` that is cut off: a scatter, O(M) work
     rank = m.cast(dtypes.int32).cumsum() - 1
-    pick = m & (rank.reshape(1, n) == self._iota(size, self.device).reshape(size, 1))  # (size, M)
-    rows = self._select_sum(pick.reshape(size, n, *[1] * (self.ndim - 1)), self.unsqueeze(0), axis=1)
-    hit = pick.any(1).reshape(size, *[1] * (self.ndim - 1))
-    return hit.where(rows, type(self)(fill_value, device=self.device).cast(self.dtype))
+    slot = (m & (rank < size)).where(rank, size).reshape(n, *[1] * (self.ndim - 1)).expand(self.shape)
+    out = self.full((size + 1, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
+    return out._scatter(slot, self, 0, None).shrink(((0, size), *[(0, s) for s in self.shape[1:]]))
   def nonzero(self, size: int | None = None, fill_value: Any = 0) -> Tensor:
     """(n, ndim) int32 indices of the nonzero elements, in row-major order (as torch.nonzero). size=None realizes self
     to count them; size=N gives N rows, cut or padded with fill_value, without realizing."""
