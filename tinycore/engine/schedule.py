@@ -293,7 +293,6 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
   consts = assigns = False
-  get = pos.get
   for b in graph:
     srcs = []
     if b.var_vals: bound.append(b.var_vals)
@@ -302,7 +301,7 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
       if s.var_vals: bound.append(s.var_vals)
       # (a tracker by its views: Views are made through a cache, so equal keys mostly compare by identity, and hashing
       # skips a level of dataclass __hash__ calls)
-      srcs.append((i if (i := get(sb)) is not None else -1 - leaves.setdefault(sb, len(leaves)), s.st.views))
+      srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st.views))
     # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
     if (op := b.op) is CONST: consts = True
     elif op is ASSIGN: assigns = True
