@@ -29,6 +29,21 @@ def cpu_median(step: Callable[[], Any], reps: int, warmup: int) -> float:
     ts.append(time.thread_time() - st)
   return statistics.median(ts)
 
+def paired_medians(a: Callable[[], Any], b: Callable[[], Any], reps: int, warmup: int, block: int = 25) -> tuple[float, float]:
+  """cpu_median of a and of b, run in alternating blocks of `block` steps: both see the same minutes of a shared
+  machine's load (which shows in CPU time too: caches and memory bandwidth are shared), while each runs back to back
+  with itself as in a training loop (step by step alternation slowed torch's step ~1.5x: its caches went cold)."""
+  for _ in range(warmup): a(), b()
+  ta: list[float] = []
+  tb: list[float] = []
+  while len(ta) < reps:
+    for step, ts in ((a, ta), (b, tb)):
+      for _ in range(min(block, reps - len(ts))):
+        st = time.thread_time()
+        step()
+        ts.append(time.thread_time() - st)
+  return statistics.median(ta), statistics.median(tb)
+
 def kernel_clock() -> collections.Counter:
   """Thread CPU seconds per kernel name, counted from now on (every kernel that run_schedule runs)."""
   from tinycore.engine import realize, jit
@@ -51,8 +66,7 @@ def main() -> None:
   tc, th = bench.make_lib("tinycore", True), bench.make_lib("torch", True)
   if not args.gpt:
     for gathered in (False, True):
-      a = cpu_median(bench._eager_mlp_setup(tc, gathered), args.reps or 200, 2 * bench.EPOCH)
-      b = cpu_median(bench._eager_mlp_setup(th, gathered), args.reps or 200, 2 * bench.EPOCH)
+      a, b = paired_medians(bench._eager_mlp_setup(tc, gathered), bench._eager_mlp_setup(th, gathered), args.reps or 200, 2 * bench.EPOCH)
       print(f"eager MLP step, {'gathered' if gathered else 'sliced'} batch: tinycore {a * 1e3:.2f} ms, torch {b * 1e3:.3f} ms: {a / b:.1f}x torch")
     return
   cfg, jit = dict(bench.GPT, vocab=int(args.gpt[0])), args.gpt[1:] == ["jit"]

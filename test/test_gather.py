@@ -5,6 +5,7 @@ import pytest
 import torch
 from tinycore import Tensor, TinyJit, GlobalCounters, dtypes, nn
 from tinycore.engine.schedule import create_schedule
+from tinycore.ops import Ops
 from test.torch_compare import check
 
 def _rng(seed: int) -> np.random.Generator: return np.random.default_rng(seed)
@@ -157,3 +158,88 @@ def test_scatter_src_of_another_dtype_is_an_error(op):
   args = {"scatter": (), "scatter_reduce": ("sum",)}[op]
   with pytest.raises(RuntimeError): getattr(torch.zeros(2, 2, dtype=torch.float16), op)(1, torch.tensor(idx), torch.ones(2, 2), *args)
   with pytest.raises(RuntimeError): getattr(Tensor.zeros(2, 2, dtype=dtypes.half), op)(1, Tensor(idx), Tensor.ones(2, 2), *args)
+
+def _prod_case(r: np.random.Generator, zeros: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """self (5, 4) and src (9, 4) of small values, with zeros (one and several per target, in self too) when asked, and
+  an index with negatives and repeats."""
+  x = r.choice([-1.5, -1.0, 0.5, 2.0, 3.0] + ([0.0] * 2 if zeros else []), (5, 4)).astype(np.float32)
+  src = r.choice([-2.0, -0.5, 1.5, 2.5] + ([0.0] * 2 if zeros else []), (9, 4)).astype(np.float32)
+  return x, src, r.integers(-5, 5, (9, 4))
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_scatter_reduce_prod_vs_torch(include_self, seed, dev):
+  """scatter_reduce 'prod' (a lazy scatter that multiplies): the value exactly torch's (one product, in index order),
+  the gradient torch's, zeros in self and src (one or several per target) included."""
+  r = _rng(40 + seed)
+  x, src, idx = _prod_case(r, zeros=seed > 0)
+  out = check(lambda a, s: a.scatter_reduce(0, Tensor(idx, device=dev), s, "prod", include_self=include_self),
+              lambda a, s: a.scatter_reduce(0, torch.tensor(idx % 5), s, "prod", include_self=include_self), [x, src], dev,
+              atol=0, rtol=0, grad_atol=1e-6, grad_rtol=1e-6)
+  np.testing.assert_array_equal(out.numpy(), torch.tensor(x).scatter_reduce(0, torch.tensor(idx % 5), torch.tensor(src), "prod",
+                                                                            include_self=include_self).numpy())
+  xi, si = x.astype(np.int32), src.astype(np.int32)
+  got = Tensor(xi, device=dev).scatter_reduce(1, Tensor(idx[:5] % 4, device=dev), Tensor(si[:5], device=dev), "prod", include_self=include_self)
+  want = torch.tensor(xi).scatter_reduce(1, torch.tensor(idx[:5] % 4), torch.tensor(si[:5]), "prod", include_self=include_self)
+  np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+def test_scatter_multiply_vs_torch(dev):
+  """scatter reduce='multiply' of a number, repeated and negative indices: torch's value exactly."""
+  r = _rng(50)
+  x, _, idx = _prod_case(r, zeros=True)
+  got = Tensor(x, device=dev).scatter(0, Tensor(idx, device=dev), -1.5, reduce="multiply")
+  np.testing.assert_array_equal(got.numpy(), torch.tensor(x).scatter(0, torch.tensor(idx % 5), -1.5, reduce="multiply").numpy())
+
+def test_scatter_reduce_prod_is_a_scatter(dev):
+  """prod's work is the index's (a SCATTER kernel, no reduce over a one-hot of the table), nothing is read back to the
+  host while the graph is built, and an index out of range raises IndexError at the next sync."""
+  x = Tensor.ones(100000, 2, device=dev).contiguous().realize()
+  idx = (Tensor([[3, 1], [3, 0]], device=dev) + 1) % 100000
+  before = GlobalCounters.kernel_count
+  y = x.scatter_reduce(0, idx, Tensor([[2.0, 3.0], [5.0, 7.0]], device=dev), "prod")
+  assert GlobalCounters.kernel_count == before and not idx.lazydata.is_realized()
+  ops = {u.op for si in create_schedule([y.lazydata]) for u in si.ast.toposort()}
+  assert Ops.SCATTER in ops and Ops.REDUCE_AXIS not in ops, ops
+  np.testing.assert_array_equal(y.numpy()[:5], [[1, 1], [1, 7], [1, 3], [1, 1], [10, 1]])
+  bad = x.scatter_reduce(0, Tensor([[0, 100000]], device=dev), Tensor([[2.0, 3.0]], device=dev), "prod")
+  with pytest.raises(IndexError, match="index 100000 is out of bounds for size 100000"): bad.numpy()
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_one_hot_checks_on_the_device(jit, dev):
+  """one_hot with num_classes given reads nothing back to the host: a class out of range (negative too) raises
+  IndexError at the next sync, with TinyJit (a replay runs the captured check) and without."""
+  def f(y: Tensor) -> Tensor: return (y.one_hot(4) * 2).realize()
+  fn = TinyJit(f) if jit else f
+  for _ in range(3):
+    y = (Tensor([2, 0, 3], device=dev) + 1) % 4  # unrealized: the check must not read it
+    before = GlobalCounters.kernel_count
+    out = y.one_hot(4)
+    assert GlobalCounters.kernel_count == before and not y.lazydata.is_realized()
+    np.testing.assert_array_equal(fn(y).numpy(), 2 * np.eye(4, dtype=np.int32)[[3, 1, 0]])
+    np.testing.assert_array_equal(out.numpy(), np.eye(4, dtype=np.int32)[[3, 1, 0]])
+  for bad, shown in (([1, 4, 0], 4), ([1, -1, 0], 4)):
+    out = fn(Tensor(bad, device=dev))
+    with pytest.raises(IndexError, match=f"index {shown} is out of bounds for size 4"): out.numpy()
+  np.testing.assert_array_equal(fn(Tensor([0, 1, 2], device=dev)).numpy(), 2 * np.eye(4, dtype=np.int32)[:3])
+
+@pytest.mark.parametrize("size", [0, 3, 40])
+def test_masked_select_size_is_a_scatter(size, dev):
+  """masked_select(size=N) (and nonzero(size=N)) place the selected rows with a scatter, O(M) work, not a one-hot of
+  (N, M): against numpy, with fill_value padding, the gradient reaching the selected elements only."""
+  r = _rng(60 + size)
+  x = r.standard_normal((30, 2)).astype(np.float32)
+  m = r.random((30, 2)) < 0.4
+  t = Tensor(x, device=dev, requires_grad=True)
+  out = t.masked_select(Tensor(m, device=dev), size=size, fill_value=-7.0)
+  want = np.concatenate([x[m], np.full(max(0, size - m.sum()), -7.0, np.float32)])[:size]
+  assert not size or Ops.SCATTER in {u.op for si in create_schedule([out.contiguous().lazydata]) for u in si.ast.toposort()}
+  np.testing.assert_array_equal(out.numpy(), want)
+  if size:
+    w = r.standard_normal(size).astype(np.float32)
+    (out * Tensor(w, device=dev)).sum().backward()
+    g = np.zeros(x.size, np.float32)
+    g[np.flatnonzero(m)[:size]] = w[:min(size, m.sum())]
+    np.testing.assert_array_equal(t.grad.numpy(), g.reshape(x.shape))
+  nz = Tensor(m, device=dev).nonzero(size=size, fill_value=-1).numpy()
+  np.testing.assert_array_equal(nz, np.concatenate([np.argwhere(m), np.full((max(0, size - m.sum()), 2), -1)])[:size])

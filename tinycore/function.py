@@ -283,16 +283,31 @@ class Gather(Function):
     return Scatter.apply(_const(x, 0), idx, grad, axis=self.axis, op=Ops.ADD), None
 
 class Scatter(Function):
-  """x with src added (op ADD) or written (op None, the last write wins) at idx along axis. The gradient of src reads
-  grad at those positions (a gather); x's is grad, where written over zero at the written positions (as torch's)."""
+  """x with src added (op ADD), multiplied in (MUL) or written (None, the last write wins) at idx along axis. The gradient
+  of src reads grad at those positions (a gather); x's is grad, where written over zero at the written positions (as
+  torch's). MUL's, as torch's scatter_reduce 'prod': grad times the product of the others, taken apart from a zero (x's,
+  or src's only zero at its target); src entries that share their target with another zero get 0."""
   def forward(self, x: LazyBuffer, idx: LazyBuffer, src: LazyBuffer, axis: int, op: Ops | None, checks: tuple[LazyBuffer, ...] = ()) -> LazyBuffer:
-    if op not in (Ops.ADD, None): raise ValueError(f"Scatter differentiates ADD and None (a write), not {op}")
+    if op not in (Ops.ADD, Ops.MUL, None): raise ValueError(f"Scatter differentiates ADD, MUL and None (a write), not {op}")
     self.axis, self.op = axis, op
-    return x.scatter(idx, src, axis, op, checks)
+    self.ret = x.scatter(idx, src, axis, op, checks)
+    return self.ret
   def backward(self, grad: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
-    _, idx, src = self.parents
+    x, idx, src = self.parents
+    if self.op is Ops.MUL: return self._mul_grads(grad, x, idx, src)
     gx = (grad if self.op is Ops.ADD else Scatter.apply(grad, idx, _const(src, 0), axis=self.axis, op=None)) if self.needs_input_grad[0] else None
     return gx, None, Gather.apply(grad, idx, axis=self.axis) if self.needs_input_grad[2] else None
+  def _mul_grads(self, grad: Tensor, x: Tensor, idx: Tensor, src: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+    def mul(t: Tensor, s: Tensor) -> Tensor: return Scatter.apply(t, idx, s, axis=self.axis, op=Ops.MUL)
+    def at_idx(t: Tensor) -> Tensor: return Gather.apply(t, idx, axis=self.axis)
+    x_nz = (x == 0).where(1, x)  # a zero in x: the product of the others is the product with 1 in its place
+    gx = grad * mul(x_nz, src) / x_nz if self.needs_input_grad[0] else None
+    if not self.needs_input_grad[2]: return gx, None, None
+    zero = src == 0
+    zeros_at = at_idx(Scatter.apply(_const(x, 0), idx, zero.cast(x.dtype), axis=self.axis, op=Ops.ADD))  # src's zeros at each one's target
+    only = zero & (zeros_at == 1)
+    gsrc = only.where(at_idx(grad * mul(x, only.where(1, src))), at_idx(grad * self.out()) / zero.where(1, src))
+    return gx, None, gsrc
 
 # *** devices ***
 class Copy(Function):

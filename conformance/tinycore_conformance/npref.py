@@ -106,3 +106,10 @@ def scatter_add(shape: tuple[int, ...], idx: np.ndarray, src: np.ndarray) -> np.
   out = np.zeros(shape, src.dtype)
   for i, row in zip(idx.reshape(-1), src.reshape(-1, *shape[1:])): out[i] = out[i] + row
   return out
+
+def scatter_prod(x: np.ndarray, idx: np.ndarray, src: np.ndarray) -> np.ndarray:
+  """x with src multiplied in at idx along axis 0 (as torch.scatter_reduce 'prod'; negative indices from the end), one
+  product per element in index order, in x's dtype."""
+  out = x.copy()
+  for k, j in np.ndindex(*idx.shape): out[idx[k, j], j] = out[idx[k, j], j] * src[k, j]
+  return out

@@ -229,6 +229,9 @@ INDEXED = [TC(n, "gather / scatter-add", ins, e, r, rtol=0, atol=0, dtype=F32, g
   ("gather int64 indices, then add", (f32(40, 5), "rng.integers(0, 40, (4, 3)).astype(np.int64)", f32(3, 5)), "a[b] + c", "a[b] + c", False),
   ("scatter-add of repeated indices (gather gradient)", (f32(6, 4), f32(8, 4)), f"(a[Tensor({_IDX}, device=a.device)] * b).sum()",
    f"(R.scatter_add((6, 4), {_IDX}, b), a[{_IDX}])", True),
+  # a scatter that multiplies (scatter_reduce 'prod'): repeated and negative indices, one product per element in index order
+  ("scatter_reduce prod of repeated indices", (f32(6, 4), "rng.integers(-6, 6, (9, 4)).astype(np.int32)", f32(9, 4)),
+   "a.scatter_reduce(0, b, c, 'prod')", "R.scatter_prod(a, b, c)", False),
 ]]
 
 CASES = dtype_cases() + MATH + REDUCE + MOVEMENT + MATMUL + CONV + SOFTMAX + BACKWARD + INDEXED
@@ -416,12 +419,13 @@ except IndexError as e: print("raised:", e)
 else: raise AssertionError("no IndexError")""")
   if target.compile_only:
     x, i, j = Tensor.empty(4, 3, device=dev), Tensor.empty(2, dtype=dtypes.int32, device=dev), Tensor.empty(4, 1, dtype=dtypes.int32, device=dev)
-    compile_all(target, [x[i], (x.gather(1, j) * 2).sum()])
+    compile_all(target, [x[i], (x.gather(1, j) * 2).sum(), i.one_hot(4)])
     return
   x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3), device=dev)
   with pytest.raises(IndexError, match="index 9 is out of bounds for size 4"): x[Tensor([0, 9], device=dev)].numpy()
   close(x[Tensor([-1], device=dev)].numpy(), np.array([[9, 10, 11]], np.float32), 0, 0, "a gather after the error")
   with pytest.raises(IndexError, match="index -4 is out of bounds for size 3"): x.gather(1, Tensor([[0], [1], [2], [-4]], device=dev)).sum().item()
+  with pytest.raises(IndexError, match="index 7 is out of bounds for size 4"): Tensor([1, 7], device=dev).one_hot(4).numpy()
   @TinyJit
   def f(i): return (x[i] * 2).realize()
   for _ in range(3): f(Tensor([3, 0], device=dev)).numpy()

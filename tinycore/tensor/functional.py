@@ -41,17 +41,19 @@ class FunctionalMixin:
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     return self.mean() if reduction == "mean" else self.sum() if reduction == "sum" else self
   def one_hot(self, num_classes: int = -1) -> Tensor:
-    """(..., num_classes) int32 with a 1 at each index (the values are realized to check they are in range). num_classes
-    -1 (the default) takes the largest value + 1, as torch and tinygrad after 0.14 (0.14 requires num_classes)."""
+    """(..., num_classes) int32 with a 1 at each index. A class out of range (negative too) raises IndexError at the next
+    sync: the classes are read through a gather of 0..num_classes-1, checked on the device, not read back here. num_classes
+    -1 (the default) takes the largest value + 1 (read back: it is the shape), as torch and tinygrad after 0.14 (0.14
+    requires num_classes)."""
     if not dtypes.is_int(self.dtype): raise DTypeError(f"one_hot needs an integer tensor, got {self.dtype}")
     if not isinstance(num_classes, int) or num_classes < -1: raise ArgumentError(f"one_hot needs num_classes >= 0 or -1, got {num_classes!r}")
-    vals = self.detach().numpy() if self.numel() else None
     if num_classes == -1:
-      if vals is None: raise ArgumentError(f"one_hot cannot infer num_classes (-1) from an empty tensor of shape {self.shape}")
-      num_classes = max(int(vals.max()) + 1, 0)
-    if vals is not None and (vals.min() < 0 or vals.max() >= num_classes):
-      raise ArgumentError(f"one_hot: class values must be in [0, {num_classes}), got {int(vals.min())}..{int(vals.max())}")
-    return (self.unsqueeze(-1) == self._iota(num_classes, self.device, self.dtype)).where(1, 0)
+      if self.numel() == 0: raise ArgumentError(f"one_hot cannot infer num_classes (-1) from an empty tensor of shape {self.shape}")
+      num_classes = max(int(self.detach().max().item()) + 1, 0)
+    classes = self._iota(num_classes, self.device, self.dtype)
+    y = self.detach()
+    if y.numel(): y = classes._gather((y < 0).where(num_classes, y).flatten(), 0).reshape(y.shape)  # a negative class: reported as num_classes
+    return (y.unsqueeze(-1) == classes).where(1, 0)
   def _one_hot_unchecked(self, n: int) -> Tensor:
     return self.unsqueeze(-1) == self._iota(n, self.device, self.dtype)
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:

@@ -1,7 +1,7 @@
 """Tensor indexing: __getitem__ and __setitem__, gather and scatter, masked selection. Indexing with tensors is a
 gather (a load at a loaded index, Function Gather) and its gradient, scatter and __setitem__ a scatter (Function
 Scatter): their cost is the index's, and an index out of range raises IndexError at the next sync (tinycore.index_errors).
-scatter's multiply and scatter_reduce's prod, amax and amin still build one-hot masks and reduce."""
+scatter's add and multiply and scatter_reduce (sum, prod, mean, amax, amin) are scatters too."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
@@ -29,13 +29,6 @@ class IndexingMixin:
     if not (dtypes.is_int(t.dtype) or t.dtype == dtypes.bool): raise IndexError(f"tensors used as indices must be int or bool, got {t.dtype}")
     if t.device != self.device: t = t.to(self.device)
     return t
-  @staticmethod
-  def _check_index_range(idx: Tensor, size: int, what: str) -> None:
-    """Realize an index tensor and check that every entry is in [-size, size)."""
-    if idx.numel() == 0: return
-    vals = idx.detach().numpy()
-    lo, hi = int(vals.min()), int(vals.max())
-    if lo < -size or hi >= size: raise IndexError(f"{what}: index {lo if lo < -size else hi} is out of bounds for size {size}")
   def _plan(self, indices: Any) -> tuple[Tensor, list[tuple[int, Tensor]], Callable[[Tensor, bool], Tensor]]:
     """Apply the basic part of an index (ints, slices, None, Ellipsis) as views. Returns the view, the tensor indices
     as (dim in the view, int tensor), and a function that maps a tensor of the view's shape back onto self's
@@ -187,7 +180,7 @@ class IndexingMixin:
     index checks to run with it (x[i, j]'s, per index tensor)."""
     return F.Gather.apply(self, idx, axis=axis, checks=checks)
   def _scatter(self, idx: Tensor, src: Tensor | float, axis: int, op: Ops | None = Ops.ADD, checks: tuple = ()) -> Tensor:
-    """self with src added (op ADD) or written (None: the last write wins) at idx along axis (idx and src: self's shape
+    """self with src added (op ADD), multiplied in (MUL) or written (None: the last write wins) at idx along axis (idx and src: self's shape
     except at axis), repeated indices combining in order: O(idx's size) plus a copy of self."""
     if not isinstance(src, type(self)): src = self.full(idx.shape, src, dtype=self.dtype, device=self.device)
     return F.Scatter.apply(self, idx, src.cast(self.dtype), axis=axis, op=op, checks=checks)
@@ -262,18 +255,6 @@ class IndexingMixin:
     part = fn(self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))))
     if not any(p[1] for p in pad): return part
     return self.ones(part.shape, dtype=dtypes.bool, device=self.device).pad(pad).where(part.pad(pad), self)
-  def _scatter_onehot(self, d: int, index: Tensor, src: Tensor, name: str) -> tuple[Tensor, Tensor]:
-    """For the reductions without a scatter op of their own (multiply, prod, amax, amin): src as (..., K, 1) and a
-    one-hot (..., K, S) of index, both with dim d last (the index is checked on the host first)."""
-    self._check_index_range(index, self.shape[d], name)
-    s = self.shape[d]
-    idx = index.transpose(d, -1)
-    idx = (idx < 0).where(idx + s, idx)
-    return src.transpose(d, -1).unsqueeze(-1), idx.unsqueeze(-1) == self._iota(s, self.device, idx.dtype)  # rows cover index's other dims
-  def _scatter_finish(self, d: int, val: Tensor, hit: Tensor, pad: Any) -> Tensor:
-    """val, hit: (..., S) over index's other dims, dim d last; place them into self."""
-    val, hit = val.transpose(d, -1).pad(pad), hit.transpose(d, -1).pad(pad)
-    return hit.where(val, self)
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """self with src[i][j] written to position index[i][j] along dim (as torch.scatter); reduce None (the last write
     to a position wins), 'add' or 'multiply' (a python number src only, as tinygrad 0.14: scatter_reduce takes a tensor). An index out of range
@@ -283,31 +264,23 @@ class IndexingMixin:
       raise ArgumentTypeError(f"scatter with reduce={reduce!r} takes a python number src; for a tensor src use scatter_reduce(dim, index, src, "
                               f"{'sum' if reduce == 'add' else 'prod'!r})")
     d, index, src, pad = self._scatter_setup(dim, index, src, "scatter")
-    if reduce != "multiply": return self._in_region(pad, lambda r: r._scatter(index, src, d, Ops.ADD if reduce == "add" else None))
-    src, onehot = self._scatter_onehot(d, index, src, "scatter")
-    return self._scatter_finish(d, onehot.where(src, 1).prod(-2) * self._dim_last(d, pad), onehot.any(-2), pad)
-  def _dim_last(self, d: int, pad: Any) -> Tensor:
-    """self shrunk to the scatter index's other dims, with dim d last."""
-    return self.shrink(tuple((0, s - p[1]) for s, p in zip(self.shape, pad))).transpose(d, -1)
+    return self._in_region(pad, lambda r: r._scatter(index, src, d, {None: None, "add": Ops.ADD, "multiply": Ops.MUL}[reduce]))
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """Reduce src into self at index along dim (as torch.scatter_reduce): reduce 'sum', 'prod', 'mean', 'amax' or 'amin';
     include_self=False leaves self's value out of positions that receive something."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
       raise ArgumentError(f"scatter_reduce reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
     d, index, src, pad = self._scatter_setup(dim, index, src, "scatter_reduce")
-    if reduce in ("sum", "mean"):
-      def part(r: Tensor) -> Tensor:
-        cnt = self.zeros(r.shape, dtype=r.dtype, device=r.device)._scatter(index, 1, d)
-        hit = cnt > 0
-        v = (r if include_self else hit.where(0, r))._scatter(index, src, d)
-        if reduce == "sum": return v
-        n = (cnt + (1 if include_self else 0)).maximum(1)
-        return hit.where((v / n if dtypes.is_float(r.dtype) else v // n).cast(r.dtype), r)
-      return self._in_region(pad, part)
-    if reduce != "prod": return self._in_region(pad, lambda r: r._scatter_extreme(index, src, d, reduce == "amax", include_self))
-    src, onehot = self._scatter_onehot(d, index, src, "scatter_reduce")
-    v = onehot.where(src, 1).prod(-2)
-    return self._scatter_finish(d, v * self._dim_last(d, pad) if include_self else v, onehot.any(-2), pad)
+    if reduce in ("amax", "amin"): return self._in_region(pad, lambda r: r._scatter_extreme(index, src, d, reduce == "amax", include_self))
+    def part(r: Tensor) -> Tensor:
+      cnt = self.zeros(r.shape, dtype=r.dtype, device=r.device)._scatter(index, 1, d)
+      hit = cnt > 0
+      # include_self=False: the targets start from the reduction's identity
+      v = (r if include_self else hit.where(1 if reduce == "prod" else 0, r))._scatter(index, src, d, Ops.MUL if reduce == "prod" else Ops.ADD)
+      if reduce != "mean": return v
+      n = (cnt + (1 if include_self else 0)).maximum(1)
+      return hit.where((v / n if dtypes.is_float(r.dtype) else v // n).cast(r.dtype), r)
+    return self._in_region(pad, part)
   def _scatter_extreme(self, idx: Tensor, src: Tensor, d: int, amax: bool, include_self: bool) -> Tensor:
     """scatter_reduce amax / amin (self and src of index's shape). The value: a scatter that keeps the larger value
     (amin: of the negated values, ~ for integers), O(index) work. The gradient, as torch's: split evenly among the
@@ -348,12 +321,12 @@ class IndexingMixin:
     if not isinstance(size, int) or size < 0: raise ArgumentError(f"size must be a non-negative int, got {size!r}")
     n = self.shape[0]
     if n == 0 or size == 0: return self.full((size, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
-    # slot k takes the element whose running count of selected ones is k+1
+    # a selected element goes to slot (its running count of selected ones - 1), the others (and those past size) to a
+    # spare slot `size` that is cut off: a scatter, O(M) work
     rank = m.cast(dtypes.int32).cumsum() - 1
-    pick = m & (rank.reshape(1, n) == self._iota(size, self.device).reshape(size, 1))  # (size, M)
-    rows = self._select_sum(pick.reshape(size, n, *[1] * (self.ndim - 1)), self.unsqueeze(0), axis=1)
-    hit = pick.any(1).reshape(size, *[1] * (self.ndim - 1))
-    return hit.where(rows, type(self)(fill_value, device=self.device).cast(self.dtype))
+    slot = (m & (rank < size)).where(rank, size).reshape(n, *[1] * (self.ndim - 1)).expand(self.shape)
+    out = self.full((size + 1, *self.shape[1:]), fill_value, dtype=self.dtype, device=self.device)
+    return out._scatter(slot, self, 0, None).shrink(((0, size), *[(0, s) for s in self.shape[1:]]))
   def nonzero(self, size: int | None = None, fill_value: Any = 0) -> Tensor:
     """(n, ndim) int32 indices of the nonzero elements, in row-major order (as torch.nonzero). size=None realizes self
     to count them; size=N gives N rows, cut or padded with fill_value, without realizing."""
