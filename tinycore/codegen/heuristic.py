@@ -154,9 +154,12 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
     # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
     if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
-      # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
-      tiled = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
-               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16 and upcast(g, 2)]
+      # rows x 2 accumulators, the rows from the first (longest) dim: as many as fit beside one step's rows x 2 loaded
+      # vectors (8 x 2 on AVX-512: 1.5x over 2 x 2 on GPT's x @ W.T; 2 x 8 measured slower than 2 x 2, 4 x 4 too)
+      cands = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
+               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16]
+      rows = next(a for a in (8, 4, 2) if 3 * a + 2 <= k.renderer.vector_registers) if len(cands) == 2 else 2
+      tiled = [g for g, amt in zip(cands, (rows, 2)) if upcast(g, next(a for a in (amt, 4, 2) if fits(g, a)))]
       # one dim only (the other odd, a 50257-word vocabulary): 4 rows of it, the same 4 accumulators (2x there on one AVX-512 core)
       if len(tiled) == 1 and fits(tiled[0], 2) and k.full_shape[tiled[0]] >= 16: upcast(tiled[0], 2)
       red = k.dims("r")
