@@ -155,7 +155,7 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
     if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
       # rows x 2 accumulators, the rows from the first (longest) dim: as many as fit beside one step's rows x 2 loaded
-      # vectors (8 x 2 on AVX-512: 1.5x over 2 x 2 on GPT's x @ W.T; 2 x 8 measured slower than 2 x 2, 4 x 4 too)
+      # vectors (8 x 2 on AVX-512: 1.5-2x over 2 x 2 on GPT's x @ W.T; the rows from the second dim, or 4 x 4, measured slower than 2 x 2)
       cands = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
                if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16]
       rows = next(a for a in (8, 4, 2) if 3 * a + 2 <= k.renderer.vector_registers) if len(cands) == 2 else 2
