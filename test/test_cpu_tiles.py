@@ -148,3 +148,64 @@ def test_transposed_odd_width_matmul_takes_four_rows():
   si = [s for s in (Tensor.empty(64, 256) @ Tensor.empty(1009, 256).T).schedule() if s.ast.op is Ops.SINK][-1]
   k = hand_coded_optimizations(Kernel(si.ast, r))
   assert prod(k.full_shape[d] for d in k.dims("U")) == 4 and 1009 in k.full_shape, (k.full_shape, k.kinds, k.applied_opts)
+
+def _avx512_like():
+  r = copy.copy(_cpu_renderer())
+  r.vector_widths, r.vector_registers = (16, 8, 4), 32
+  return r
+
+def _weight_gradient_kernel(r, n, cin, cout, hw):
+  x, w = Tensor.empty(n, cin, hw, hw, requires_grad=True), Tensor.empty(cout, cin, 3, 3, requires_grad=True)
+  (x.conv2d(w, padding=1) * Tensor.empty(n, cout, hw, hw)).sum().backward()
+  si = [si for si in w.grad.schedule() if si.ast.op is Ops.SINK][-1]
+  return hand_coded_optimizations(Kernel(si.ast, r))
+
+@pytest.mark.parametrize("hw", [4, 7])
+def test_small_image_weight_gradient_keeps_its_rows(hw):
+  # a 3x3 conv's weight gradient on layer4's 4x4 images: lanes along the input channels (gathered), a row per output
+  # channel; its short reduce over the image stays a loop (unrolled, it took the lanes the rows need: 1 row, 9x slower)
+  k = _weight_gradient_kernel(_avx512_like(), 2, 64, 64, hw)
+  U = k.dims("U")
+  assert k.full_shape[U[-1]] == 16 and prod(k.full_shape[d] for d in U[:-1]) >= 8 and not k.dims("u"), (k.full_shape, k.kinds, k.applied_opts)
+
+@pytest.mark.parametrize("hw", [4, 7])
+def test_small_image_conv_forward_and_backward(hw):
+  r = _cpu_renderer()
+  c = max(r.vector_widths)
+  rng = np.random.default_rng(4)
+  xn, wn = rng.standard_normal((3, c, hw, hw)).astype(np.float32), rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+  gn = rng.standard_normal((3, c, hw, hw)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  out = x.conv2d(w, padding=1)
+  (out * Tensor(gn)).sum().backward()
+  # numpy float64 reference: windows of the padded input
+  xp = np.pad(xn.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+  win = np.stack([np.stack([xp[:, :, i:i + hw, j:j + hw] for j in range(3)], -1) for i in range(3)], -2)  # (n, cin, h, w, 3, 3)
+  g64 = gn.astype(np.float64)
+  np.testing.assert_allclose(out.numpy(), np.einsum("nchwij,ocij->nohw", win, wn.astype(np.float64)), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), np.einsum("nchwij,nohw->ocij", win, g64), rtol=1e-4, atol=1e-4)
+  gx = np.zeros_like(xp)
+  for i in range(3):
+    for j in range(3): gx[:, :, i:i + hw, j:j + hw] += np.einsum("nohw,oc->nchw", g64, wn[:, :, i, j].astype(np.float64))
+  np.testing.assert_allclose(x.grad.numpy(), gx[:, :, 1:-1, 1:-1], rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("regs,rows", [(32, 8), (16, 4)])
+def test_transposed_matmul_tile_grows_with_the_register_file(regs, rows):
+  # x @ W.T (a Linear layer): both operands contiguous along the reduce; rows x 2 vector accumulators, the rows as many
+  # as fit beside the step's loaded vectors (8 x 2 measured 1.5x over 2 x 2 on AVX-512)
+  r = _avx512_like()
+  r.vector_registers = regs
+  si = [s for s in (Tensor.empty(256, 128) @ Tensor.empty(512, 128).T).schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  assert sorted(k.full_shape[d] for d in k.dims("U")) == [2, rows], (k.full_shape, k.kinds, k.applied_opts)
+
+def test_transposed_matmul_forward_and_backward():
+  _cpu_renderer()
+  rng = np.random.default_rng(5)
+  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((48, 128), (80, 128), (48, 80)))
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  (x @ w.T * Tensor(gn)).sum().backward()
+  x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
+  np.testing.assert_allclose((x @ w.T).numpy(), x64 @ w64.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), g64 @ w64, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), g64.T @ x64, rtol=1e-4, atol=1e-4)

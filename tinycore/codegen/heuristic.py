@@ -94,7 +94,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   # dims are positions in the iteration space: a split keeps the outer part in place, a whole dim moves away
   def upcast(d: int, amt: int) -> bool: return d in k.dims("g") and _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), amt))
   def unroll(d: int, amt: int) -> bool: return d in k.dims("r") and _try(k, Opt(OptOps.UNROLL, k.dims("r").index(d), amt))
-  # small reduce dims (a 3x3 window) are unrolled into registers
+  # small reduce dims (a 3x3 window) are unrolled into registers; the gathered-lanes tile starts from the kernel before
+  # (a conv weight gradient's reduce over 4x4 images unrolled took the lanes its rows need: 9x slower on AVX-512)
+  pre = k.copy()
   for d in reversed(k.dims("r")):
     if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
   loads, outs = _load_sts(k), _out_sts(k)
@@ -152,34 +154,20 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     # at least 8 vectors long: a short reduce (a conv input gradient's 64 channels against a channels-last weight) is
     # mostly the combining of the lanes; it gets the gathered-lanes tile below (measured 5x faster there on AVX-512)
     if w is not None and k.full_shape[d] >= 8 * w and unroll(d, w):
-      # (2x2: wider tiles measured slower here, their rows of the inputs lie a power of two apart in memory)
-      tiled = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
-               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16 and upcast(g, 2)]
+      # rows x 2 accumulators, the rows from the first (longest) dim: as many as fit beside one step's rows x 2 loaded
+      # vectors (8 x 2 on AVX-512: 1.5-2x over 2 x 2 on GPT's x @ W.T; the rows from the second dim, or 4 x 4, measured slower than 2 x 2)
+      cands = [g for g in sorted(k.dims("g"), key=lambda g: -k.full_shape[g] if isinstance(k.full_shape[g], int) else 0)[:2]
+               if any(s == 0 for s in strides(g, _load_sts(k))) and fits(g, 2) and k.full_shape[g] >= 16]
+      rows = next(a for a in (8, 4, 2) if 3 * a + 2 <= k.renderer.vector_registers) if len(cands) == 2 else 2
+      tiled = [g for g, amt in zip(cands, (rows, 2)) if upcast(g, next(a for a in (amt, 4, 2) if fits(g, a)))]
       # one dim only (the other odd, a 50257-word vocabulary): 4 rows of it, the same 4 accumulators (2x there on one AVX-512 core)
       if len(tiled) == 1 and fits(tiled[0], 2) and k.full_shape[tiled[0]] >= 16: upcast(tiled[0], 2)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
       return k
-  if red and any(s == 0 for d in k.dims("g") for s in strides(d, loads)):
-    # no contiguous dim to vectorize (odd sizes like a conv's 11x11 outputs): lanes along an output dim that an input
-    # is broadcast along (a channel dim), and rows along dims that the other (gathered) inputs are broadcast along
-    lanes = [d for d in k.dims("g") for w in widths[:1] if fits(d, w) and any(s == 0 for s in strides(d, loads))]
-    if lanes:
-      # the gathered inputs should be close together along the lanes (few cache lines per gather)
-      def gather_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, loads) if s != 0), default=0)
-      lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), -k.full_shape[d]))
-      w = next(w for w in widths if fits(lane, w))
-      if upcast(lane, w):
-        # accumulators: half the register file (the gathered vectors of the step take the other half)
-        accs, regs = 1, k.renderer.vector_registers
-        # small dims first: a 3x3 window upcast whole gives 9 rows
-        for d in sorted(k.dims("g"), key=lambda d: (k.full_shape[d] if isinstance(k.full_shape[d], int) else 1 << 30, d)):
-          if d not in k.dims("g") or not all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k)): continue
-          size = k.full_shape[d]
-          amt = max((a for a in range(2, 17) if isinstance(size, int) and size % a == 0 and accs * a <= regs // 2), default=None)
-          if amt is not None and upcast(d, amt): accs *= amt
-          if accs >= 8: break
-        return k
+  if red and _gathered_tile(pre, widths):
+    k.__dict__.update(pre.__dict__)
+    return k
   # no vector dim: short dims expanded whole, their index arithmetic (a fold's or a pool's / and %) becomes constants
   for d in reversed(k.dims("r")):
     if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4: unroll(d, 0)
@@ -188,6 +176,34 @@ def cpu_optimizations(k: Kernel) -> Kernel:
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
   return k
+
+def _gathered_tile(k: Kernel, widths: list[int]) -> bool:
+  """No contiguous dim to vectorize (a conv weight gradient, odd sizes like a conv's 11x11 outputs): lanes along an output
+  dim that an input is broadcast along (a channel dim), gathered from the other inputs, and rows along dims that the
+  gathered inputs are broadcast along (each gathered vector feeds every row). Applied to k; False where no dim fits."""
+  loads, outs = _load_sts(k), _out_sts(k)
+  def strides(d: int, sts: list) -> list: return [st.real_strides()[d] for st in sts]
+  def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
+  if not any(s == 0 for d in k.dims("g") for s in strides(d, loads)): return False
+  if not (lanes := [d for d in k.dims("g") if fits(d, widths[0]) and any(s == 0 for s in strides(d, loads))]): return False
+  # the gathered inputs should be close together along the lanes (few cache lines per gather), then the stores (lane by
+  # lane, once per output: a weight gradient's input channels, 9 apart, before its output channels, 4608 apart)
+  def gather_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, loads) if s != 0), default=0)
+  def out_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, outs)), default=0)
+  lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), out_span(d), -k.full_shape[d]))
+  if not _try(k, Opt(OptOps.UPCAST, k.dims("g").index(lane), widths[0])): return False
+  # accumulators: the register file less 8 (the step's gathered vector, its broadcast values and addresses): 24 of AVX-512's
+  # 32, 8 of AVX2's 16 (a 7x7 stem's weight gradient: 3 input channels x 7 columns, 6x faster than 3 rows)
+  accs, most = 1, max(k.renderer.vector_registers - 8, 2)
+  # small dims first: a 3x3 window upcast whole gives 9 rows
+  while accs < 8:
+    rows = [d for d in k.dims("g") if isinstance(k.full_shape[d], int) and all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k))]
+    amts = [(k.full_shape[d], d, a) for d in rows for a in range(min(16, most // accs), 1, -1) if fits(d, a)]
+    # the most rows of the smallest dim that takes any (LANE_LOADS_MAX may refuse the most: then fewer)
+    tries = ((d, a) for _, d, a in sorted(amts, key=lambda x: (x[0], x[1], -x[2])))
+    if not (ok := next(((d, a) for d, a in tries if _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), a))), None)): break
+    accs *= ok[1]
+  return True
 
 def _row_tile(k: Kernel, vecs: int) -> tuple[int | None, int]:
   """The rows of a register tile beside `vecs` vectors, applied to k: the longest output dim that every vector-loaded

@@ -135,7 +135,9 @@ class Kernel:
       if amount > r.max_upcast: raise KernelOptError(f"{opt}: upcast of {amount} is more than {r.max_upcast}")
       # accumulators live in registers (the upcast outputs); unrolled reduce values are transient but grow the code
       ups, unr = prod(self.full_shape[i] for i in self.dims("U")), prod(self.full_shape[i] for i in self.dims("u"))
-      if (ups * amount if opt.op is OptOps.UPCAST else ups) > 256 or ups * unr * amount > 4096: raise KernelOptError(f"{opt}: too many registers")
+      # (256 values, or the whole register file where it holds more: AVX-512's 32 x 16 floats take a 2 x 12 tile of vectors)
+      if (ups * amount if opt.op is OptOps.UPCAST else ups) > max(256, r.vector_registers * max(r.vector_widths)) or ups * unr * amount > 4096:
+        raise KernelOptError(f"{opt}: too many registers")
     if opt.op is OptOps.GROUP and self.dims("G"): raise KernelOptError("only one GROUP")
     if opt.op is OptOps.TILE and amount == self.full_shape[dim]: raise KernelOptError(f"{opt}: a tile of the whole dim is no tile")
     self._split(dim, amount, {OptOps.UPCAST: "U", OptOps.UNROLL: "u", OptOps.LOCAL: "l", OptOps.GROUP: "G", OptOps.TILE: "t"}[opt.op])
