@@ -18,7 +18,7 @@ device or view differs from call 2's raises JitError naming both (the captured k
 layout); `jit.reset()` forgets the capture so the next calls warm up and capture again. JIT=0 turns capturing off:
 the function simply runs every time."""
 from __future__ import annotations
-import functools
+import dataclasses, functools
 from typing import Any, Callable, Generic, TypeVar
 from tinycore.tensor import Tensor
 from tinycore.device import Buffer
@@ -26,7 +26,7 @@ from tinycore.helpers import DEBUG, JIT, PROFILE, GlobalCounters
 from tinycore import profile
 from tinycore.engine import realize as _realize
 from tinycore.engine.realize import Capture, CompiledRunner, Runner, exec_runner
-from tinycore.engine.memory import MEMPLAN, plan_capture, free_caches
+from tinycore.engine.memory import MEMPLAN, Plan, plan_capture, free_caches
 from tinycore.lazy import merge_var_vals
 from tinycore.multi import shards_of
 from tinycore.uop.uop import UOp, BoundVariable
@@ -75,12 +75,12 @@ class CapturedJit(Generic[ReturnType]):
   def __init__(self, ret: Any, kernels: list[tuple[Runner, list[Buffer]]], input_bufs: list[Buffer], names: list[str],
                signatures: list[tuple], var_names: list[UOp], writes: list[tuple[int, ...]] | None = None):
     self.writes = writes
-    self.planned: tuple[int, int] | None = None  # (bytes of the private buffers, bytes they take after planning)
+    self.plan: Plan | None = None  # where the private buffers went (without the kernels' lists)
     if writes is not None and MEMPLAN.value:
       plan = plan_capture(kernels, writes)
       if plan.placed:
         kernels[:] = plan.kernels  # type: ignore[assignment]  # (the capture's own lists: its old buffers go now)
-        self.planned = (plan.bytes_before, plan.bytes_after)
+        self.plan = dataclasses.replace(plan, kernels=[])
         free_caches({m.device for m, *_ in plan.placed})  # (where the old buffers went: the arenas take their place)
         if DEBUG >= 1: print(f"JIT memory plan: {plan.bytes_before/1e6:.1f} MB of buffers in {plan.bytes_after/1e6:.1f} MB")
       del plan
