@@ -75,9 +75,12 @@ def _jit_chain(n: int) -> TinyJit:
   def f(x: Tensor, w: Tensor) -> Tensor: return _chain(x, w, n).realize()
   return f
 
-def test_jit_arena_is_the_live_set():
+@pytest.mark.parametrize("views", [True, False], ids=["arena", "whole-buffers"])
+def test_jit_arena_is_the_live_set(monkeypatch, views):
   """A chain of 8 matmuls under TinyJit: its 7 intermediates (the 8th is returned) need two buffers at any time, so
-  the arena is 2 buffers' bytes; the bytes allocated after the capture drop by the other 5; replays stay right."""
+  the arena (or, on a device without buffer views, the shared whole buffers) is 2 buffers' bytes; the bytes allocated
+  after the capture drop by the other 5; replays stay right."""
+  if not views: monkeypatch.delattr(type(Device["CLANG"].allocator), "_offset")
   w = (RNG.standard_normal((N, N)) / N).astype(np.float32)
   tw = Tensor(w).realize()
   used = {}
@@ -93,9 +96,11 @@ def test_jit_arena_is_the_live_set():
       del f
   assert used[0] - used[1] == 5 * NB
 
-def test_plan_lifetimes_never_overlap():
+@pytest.mark.parametrize("views", [True, False], ids=["arena", "whole-buffers"])
+def test_plan_lifetimes_never_overlap(monkeypatch, views):
   """In the plan of a GPT train step, two buffers that are alive at one kernel never share a byte; offsets aligned;
   the arena is no smaller than the bytes alive at the busiest kernel (a lower bound no plan beats)."""
+  if not views: monkeypatch.delattr(type(Device["CLANG"].allocator), "_offset")
   cfg = {**gpt.CFG, "layers": 1, "d": 32, "heads": 2, "T": 16, "vocab": 64, "bs": 2}
   step = gpt.tiny_step(gpt.tiny_model(cfg), cfg)
   for _ in range(2): step()
@@ -108,9 +113,9 @@ def test_plan_lifetimes_never_overlap():
       if m1 is m2 and f1 <= l2 and f2 <= l1: assert o1 + n1 <= o2 or o2 + n2 <= o1
   busiest = max(sum(n for _, _, n, f, l in plan.placed if f <= j <= l) for j in range(len(jitted.jit_cache)))
   assert busiest <= plan.bytes_after
-  # and the kernels run on the planned buffers: each planned one is a view into the arena at its offset
-  views = {(b._base, b.offset) for _, bufs in jitted.jit_cache for b in bufs if b is not None and b._base is not None}
-  assert {(m, o) for m, o, *_ in plan.placed} <= views
+  # and the kernels run on the planned memory: a view into the arena at its offset, or the shared buffer
+  used = {(b._base, b.offset) if b._base is not None else (b, 0) for _, bufs in jitted.jit_cache for b in bufs if b is not None}
+  assert {(m, o) for m, o, *_ in plan.placed} <= used
 
 def test_buffer_held_outside_the_step_is_not_shared():
   """A realized intermediate the function keeps (in a list) is visible outside the step: it keeps its memory, so after
