@@ -39,27 +39,29 @@ class ScheduleFrees:
   it is still referenced outside the schedule's items (the caller marks every item that ran realized at once, so the
   graph of the items that ran holds nothing any more)."""
   def __init__(self, schedule: Sequence[Any]):
-    self.uses: dict[int, int] = {}  # id(lazy buffer) -> its references from the items' outputs and inputs
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    found: dict[int, Buffer] = {}
+    # (one pass over the items: this runs for every realize of more than one kernel)
+    uses: dict[int, int] = {}  # id(lazy buffer) -> its references from the items' outputs and inputs
+    last: dict[int, int] = {}  # id(buffer) -> the last item that uses it
+    owners: dict[int, tuple[Buffer, list[Any]]] = {}  # id(buffer) -> (it, the lazy buffers that own it), if new here
     viewed: set[int] = set()
     for k, si in enumerate(schedule):
-      for lb in si.outputs + si.inputs: self.uses[id(lb)] = self.uses.get(id(lb), 0) + 1
-      written = {id(lb.buffer) for lb in si.outputs if lb._base is None}
+      for lb in si.outputs:
+        uses[id(lb)] = uses.get(id(lb), 0) + 1
+        if lb._base is not None: continue
+        b = lb.buffer
+        if (o := owners.get(id(b))) is not None:
+          if not any(x is lb for x in o[1]): o[1].append(lb)
+        elif id(b) not in last and "_buf" not in b.__dict__ and b._base is None and b.options is None: owners[id(b)] = (b, [lb])
+      for lb in si.inputs:
+        uses[id(lb)] = uses.get(id(lb), 0) + 1
+        if lb._base is None and (o := owners.get(id(lb.buffer))) is not None and not any(x is lb for x in o[1]): o[1].append(lb)
       for b in si.bufs:
-        if b._base is not None: viewed.add(id(b._base))
-        if id(b) not in first:
-          first[id(b)] = k
-          if id(b) in written and b._base is None and b.options is None and not b.is_allocated(): found[id(b)] = b
         last[id(b)] = k
-    owners: dict[int, list[Any]] = {i: [] for i in found}
-    for si in schedule:
-      for lb in si.outputs + si.inputs:
-        if lb._base is None and id(lb.buffer) in owners and not any(o is lb for o in owners[id(lb.buffer)]): owners[id(lb.buffer)].append(lb)
+        if b._base is not None: viewed.add(id(b._base))
+    self.uses = uses
     self.at: dict[int, list[tuple[Buffer, tuple[Any, ...]]]] = {}
-    for i, b in found.items():
-      if i not in viewed: self.at.setdefault(last[i], []).append((b, tuple(owners[i])))
+    for i, (b, lbs) in owners.items():
+      if i not in viewed: self.at.setdefault(last[i], []).append((b, tuple(lbs)))
 
   def free_after(self, k: int) -> None:
     """Deallocate the buffers last used by item k that no one outside the schedule holds."""
