@@ -90,7 +90,9 @@ class Allocator:
   gets a size in bytes (0 is possible: return a valid handle anyway). `_free` is called once per handle `_alloc` returned.
   Optional: _offset(buf, size, offset) -> a handle for bytes [offset, offset+size) of buf without copying (buffer views;
   a view is never freed: its base is, after every view of it is gone), _as_buffer(buf) -> memoryview for zero-copy host
-  access, _transfer(dest, src, nbytes, src_dev, dest_dev) for device-to-device copies, synchronize()."""
+  access, _transfer(dest, src, nbytes, src_dev, dest_dev) for device-to-device copies, synchronize(); `offset_align`
+  (bytes) where _offset needs offsets of a multiple larger than 256 (TinyJit's memory planner places buffers in an
+  arena at such offsets, see engine/memory.py)."""
   def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
     """A handle to `size` bytes of device memory (the core's entry point; a backend implements _alloc)."""
     if size < 0: raise ValueError(f"cannot allocate a buffer of negative size {size}")

@@ -18,14 +18,15 @@ device or view differs from call 2's raises JitError naming both (the captured k
 layout); `jit.reset()` forgets the capture so the next calls warm up and capture again. JIT=0 turns capturing off:
 the function simply runs every time."""
 from __future__ import annotations
-import functools
+import dataclasses, functools
 from typing import Any, Callable, Generic, TypeVar
 from tinycore.tensor import Tensor
 from tinycore.device import Buffer
 from tinycore.helpers import DEBUG, JIT, PROFILE, GlobalCounters
 from tinycore import profile
 from tinycore.engine import realize as _realize
-from tinycore.engine.realize import CompiledRunner, Runner, exec_runner
+from tinycore.engine.realize import Capture, CompiledRunner, Runner, exec_runner
+from tinycore.engine.memory import MEMPLAN, Plan, plan_capture, free_caches
 from tinycore.lazy import merge_var_vals
 from tinycore.multi import shards_of
 from tinycore.uop.uop import UOp, BoundVariable
@@ -38,7 +39,7 @@ class JitError(RuntimeError):
 # *** capturing: realize.capturing is a stack of lists; run_schedule records every kernel into the innermost one ***
 
 class _capturing:
-  def __init__(self, cap: list): self.cap = cap
+  def __init__(self, cap: Capture): self.cap = cap
   def __enter__(self) -> None: _realize.capturing.append(self.cap)
   def __exit__(self, *exc: Any) -> None:
     if _realize.capturing and _realize.capturing[-1] is self.cap: _realize.capturing.pop()
@@ -68,9 +69,21 @@ def _walk_tensors(x: Any) -> list[Tensor]:
   return []
 
 class CapturedJit(Generic[ReturnType]):
-  """The kernels of one captured call, where the inputs go in them, and what the call returned."""
+  """The kernels of one captured call, where the inputs go in them, and what the call returned. With `writes` (the
+  buffer slots each kernel writes, as Capture records them) the buffers only these kernels use share memory where
+  their lifetimes do not overlap (engine/memory.py; MEMPLAN=0 keeps each its own)."""
   def __init__(self, ret: Any, kernels: list[tuple[Runner, list[Buffer]]], input_bufs: list[Buffer], names: list[str],
-               signatures: list[tuple], var_names: list[UOp]):
+               signatures: list[tuple], var_names: list[UOp], writes: list[tuple[int, ...]] | None = None):
+    self.writes = writes
+    self.plan: Plan | None = None  # where the private buffers went (without the kernels' lists)
+    if writes is not None and MEMPLAN.value:
+      plan = plan_capture(kernels, writes)
+      if plan.placed:
+        kernels[:] = plan.kernels  # type: ignore[assignment]  # (the capture's own lists: its old buffers go now)
+        self.plan = dataclasses.replace(plan, kernels=[])
+        free_caches({m.device for m, *_ in plan.placed})  # (where the old buffers went: the arenas take their place)
+        if DEBUG >= 1: print(f"JIT memory plan: {plan.bytes_before/1e6:.1f} MB of buffers in {plan.bytes_after/1e6:.1f} MB")
+      del plan
     self.ret, self.kernels, self.names, self.signatures, self.var_names = ret, kernels, names, signatures, var_names
     pos = {id(b): i for i, b in enumerate(input_bufs)}
     # (kernel, buffer slot) -> input number, for every slot that held an input buffer
@@ -105,7 +118,8 @@ class CapturedJit(Generic[ReturnType]):
         run_bufs = self._bufs(j, input_bufs)
         for b in run_bufs: b.ensure_allocated()
         exec_runner(runner, run_bufs, var_vals, jit=True)
-        if _realize.capturing: _realize.capturing[-1].append((runner, run_bufs))  # a jit replayed inside another's capture
+        if _realize.capturing:  # a jit replayed inside another's capture (what it writes unknown without `writes`: nothing)
+          _realize.capturing[-1].record(runner, run_bufs, self.writes[j] if self.writes is not None else ())
       if PROFILE.value and self.kernels:
         profile.record(self.kernels[0][0].device, "jit", f"replay, {len(self.kernels)} kernels", st, profile.now() - st)
     # returned tensors of a symbolic shape now hold the results for these values
@@ -167,7 +181,7 @@ class TinyJit(Generic[ReturnType]):
       return ret
 
     # cnt == 1: run it again, recording every kernel
-    kernels: list[tuple[Runner, list[Buffer]]] = []
+    kernels = Capture()
     with _capturing(kernels):
       ret = self.fxn(*args, **kwargs)
       if (outs := _walk_tensors(ret)): Tensor.realize(*outs)
@@ -176,7 +190,8 @@ class TinyJit(Generic[ReturnType]):
     for o in outs:
       if any(lb.base.buffer is b for lb in shards_of(o.lazydata) for b in input_bufs):
         raise JitError("a jitted function may not return one of its inputs unchanged")
-    self.captured = CapturedJit(ret, kernels, input_bufs, [n for n, _ in tensors], [_signature(t) for _, t in tensors], sorted(var_vals, key=repr))
+    self.captured = CapturedJit(ret, kernels, input_bufs, [n for n, _ in tensors], [_signature(t) for _, t in tensors], sorted(var_vals, key=repr),
+                                kernels.writes)
     if DEBUG >= 1: print(f"JIT captured {len(kernels)} kernels with {len(input_bufs)} inputs")
     self.cnt = 2
     return ret

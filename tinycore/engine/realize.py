@@ -17,6 +17,7 @@ from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import ScheduleItem, mark_realized
 from tinycore.engine.queues import run_on_queues
 from tinycore.engine import programpool
+from tinycore.engine.memory import MEMPLAN, ScheduleFrees
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
@@ -175,11 +176,23 @@ def lower_item(si: ScheduleItem) -> Runner | None:
   if si.ast.op is Ops.COPY: return CopyRunner(si.bufs[0].device, si.bufs[1].device)
   return None  # EMPTY: allocation is all
 
-# TinyJit pushes a list here while it captures: every kernel run meanwhile is recorded into the innermost one
-capturing: list[list[tuple[Runner, list[Buffer]]]] = []
+class Capture(list):
+  """What TinyJit records while it captures: (runner, buffers) of every kernel run, in order, and for each kernel the
+  buffer slots it writes (`writes`, for the memory planner: a buffer whose first use is a write holds no state)."""
+  def __init__(self) -> None:
+    super().__init__()
+    self.writes: list[tuple[int, ...]] = []
+  def record(self, runner: Runner, bufs: list[Buffer], writes: tuple[int, ...]) -> None:
+    self.append((runner, bufs))
+    self.writes.append(writes)
 
-def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: list | None = None) -> None:
-  """Run every item in order; `capture` (or the innermost list of `capturing`) collects (runner, buffers) as they run."""
+# TinyJit pushes a Capture here while it captures: every kernel run meanwhile is recorded into the innermost one
+capturing: list[Capture] = []
+
+def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: Capture | None = None) -> None:
+  """Run every item in order; `capture` (or the innermost of `capturing`) records (runner, buffers) as they run. Each
+  item's outputs are marked realized as soon as it ran, and a buffer this realize allocated is freed after the last
+  item that uses it unless something outside the schedule holds it (engine/memory.py; MEMPLAN=0: at the end)."""
   var_vals = var_vals or {}
   if VIZ.value: vizrecord.schedule(schedule)
   if capture is None and capturing: capture = capturing[-1]
@@ -187,7 +200,8 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   beam, noopt = BEAM.value, NOOPT.value
   # a schedule over several devices runs each device's items on that device's queue, side by side (engine/queues.py)
   jobs: list | None = [] if len(schedule) > 1 and len({si.bufs[0].device for si in schedule}) > 1 else None
-  for si in schedule:
+  frees = ScheduleFrees(schedule) if jobs is None and len(schedule) > 1 and MEMPLAN.value else None
+  for k, si in enumerate(schedule):
     bufs = list(si.bufs)
     for b in bufs:
       if not hasattr(b, "_buf"): b.allocate()
@@ -197,9 +211,12 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
     if runner is not None:
       if jobs is None: exec_runner(runner, bufs, var_vals)
       else: jobs.append((runner.device, bufs, functools.partial(exec_runner, runner, bufs, var_vals)))
-      if capture is not None: capture.append((runner, bufs))
+      if capture is not None: capture.record(runner, bufs, tuple(range(max(1, len(si.outputs)))))
+    if frees is not None:
+      mark_realized([si])  # (its graph goes: the buffers it read are held by what still reads them only)
+      frees.free_after(k)
   if jobs: run_on_queues(jobs)
-  mark_realized(schedule)
+  if frees is None: mark_realized(schedule)
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:
   # this runs for every kernel of every step (a JIT replay is a loop over it): kept to the few operations it needs
@@ -220,4 +237,4 @@ def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], ji
     print(f"{colored('***', 'magenta' if jit else 'green')} {runner.device[:7]:7s} {GlobalCounters.kernel_count:4d} "
           f"{runner.display_name:40s} arg {len(bufs):3d} mem {GlobalCounters.mem_used/1e9:5.2f} GB {tm} {rate}")
 
-__all__: list[Any] = ["run_schedule", "get_runner", "CompiledRunner", "Runner", "method_cache", "exec_runner", "capturing"]
+__all__: list[Any] = ["run_schedule", "get_runner", "CompiledRunner", "Runner", "method_cache", "exec_runner", "capturing", "Capture"]

@@ -63,6 +63,7 @@ def get_device(device: str, idx: int) -> CLDevice:
 class CLAllocator(LRUAllocator):
   def __init__(self, dev: CLDevice):
     self.dev = dev
+    self.offset_align = dev.sub_buffer_align  # (what _offset requires: the memory planner's arena offsets follow it)
     super().__init__()
   def _alloc(self, size: int, options: BufferSpec) -> cl.Buffer:
     if size > self.dev.max_alloc:
