@@ -131,7 +131,7 @@ symbolic = PatternMatcher([
   (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.cvar("c"))), fold_lt),
   (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("y"))),
    lambda x, y: x if x.vmin >= y.vmax else (y if y.vmin >= x.vmax else None) if _is_int(x) else None),
-])
+], memo="symbolic")  # (every rule is a function of the node alone: results are kept on the nodes, see PatternMatcher)
 
 @functools.lru_cache(maxsize=100_000)
 def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)
