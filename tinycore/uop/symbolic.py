@@ -70,16 +70,25 @@ def _linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
 
 def build_linear(terms: dict[UOp, int], const: int, like: UOp) -> UOp:
   ret: UOp | None = None
+  # every ADD made here is in canonical form (a prefix of sorted terms is sorted): `canon` spares canonical() its sort
+  # when the rewrite meets these nodes next (a sum of n terms was sorted again for each of its n prefixes)
+  canon = all(terms.values())  # (a zero coefficient would not survive linear_terms: such a sum is not canonical)
   for t in _sorted_terms(terms):
     c = terms[t]
     x = t if c == 1 else UOp(Ops.MUL, like.dtype, (t, like.const_like(c)))
-    ret = x if ret is None else UOp(Ops.ADD, like.dtype, (ret, x))
+    if ret is None: ret = x
+    else:
+      ret = UOp(Ops.ADD, like.dtype, (ret, x))
+      if canon: ret._cache["canon"] = True
   if ret is None: return like.const_like(const)
-  return ret if const == 0 else UOp(Ops.ADD, like.dtype, (ret, like.const_like(const)))
+  if const == 0: return ret
+  ret = UOp(Ops.ADD, like.dtype, (ret, like.const_like(const)))
+  if canon: ret._cache["canon"] = True
+  return ret
 
 def canonical(x: UOp) -> UOp | None:
   u = x
-  if not _is_int(u): return None
+  if not _is_int(u) or "canon" in u._cache: return None
   t, c = linear_terms(u)
   ret = build_linear(t, c, u)
   return None if ret is u else ret
