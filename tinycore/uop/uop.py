@@ -14,9 +14,13 @@ class UOpMetaClass(type):
   ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
     key = (op, dtype, src, arg)
-    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    # (the dictionary under the weak one, read directly: WeakValueDictionary.get is Python code, and this runs for
+    # every node built; a dead node's reference returns None until its callback has removed it)
+    if (ref := _ucache_refs.get(key)) is not None and (ret := ref()) is not None: return ret
     UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg)
     return ret
+
+_ucache_refs = UOpMetaClass.ucache.data
 
 _consts: dict[tuple, UOp] = {}  # UOp.const's nodes of python ints and bools by (dtype, type, value)
 
