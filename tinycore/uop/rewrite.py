@@ -47,9 +47,13 @@ class UPat:
     return out
 
 class PatternMatcher:
-  """An ordered list of (pattern, function) rules; `rewrite` applies the first rule whose function returns a UOp."""
-  def __init__(self, patterns: list[tuple[UPat, Callable[..., UOp | None]]]):
-    self.patterns = patterns
+  """An ordered list of (pattern, function) rules; `rewrite` applies the first rule whose function returns a UOp.
+
+  `memo` names a slot of each node's cache where a rewrite without a ctx keeps the node's result: the rules must then be
+  pure functions of the node (its structure and bounds), so the result is the same whichever graph the node is met in,
+  and a later rewrite stops at every node rewritten before (the kernels of a model share most of their index math)."""
+  def __init__(self, patterns: list[tuple[UPat, Callable[..., UOp | None]]], memo: str | None = None):
+    self.patterns, self.memo = patterns, memo
     self.by_op: dict[Ops | None, list[tuple[UPat, Callable]]] = {}
     for pat, fxn in patterns:
       for op in (pat.op if pat.op is not None else [None]): self.by_op.setdefault(op, []).append((pat, fxn))
@@ -67,6 +71,7 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, name: str | No
   return vizrecord.rewrite(_rewrite, sink, pm, ctx, name) if VIZ.value else _rewrite(sink, pm, ctx)
 
 def _rewrite(sink: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
+  if pm.memo is not None and ctx is None: return _rewrite_memo(sink, pm, pm.memo)
   memo: dict[UOp, UOp] = {}
   def process(root: UOp) -> UOp:
     for u in root.toposort():
@@ -76,4 +81,38 @@ def _rewrite(sink: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
       elif (r := pm.rewrite(nu, ctx)) is not None: memo[u] = memo[nu] = process(r)
       else: memo[u] = memo[nu] = nu
     return memo[root]
+  return process(sink)
+
+def _rewrite_memo(sink: UOp, pm: PatternMatcher, slot: str) -> UOp:
+  """_rewrite with each node's result kept in its cache under `slot` (a node that is its own result keeps None, not a
+  reference to itself): the walk stops at nodes rewritten by an earlier call, the same rewrite as _rewrite's."""
+  def done(u: UOp) -> UOp | None:
+    if (r := u._cache.get(slot, u)) is u: return None
+    return u if r is None else r
+  def result(u: UOp) -> UOp:  # (of a node rewritten already)
+    r = u._cache[slot]
+    return u if r is None else r
+  def keep(u: UOp, r: UOp) -> UOp:
+    u._cache[slot] = None if r is u else r
+    return r
+  def process(root: UOp) -> UOp:
+    if (hit := done(root)) is not None: return hit
+    # the nodes below root not rewritten yet, sources first (the walk does not enter a rewritten node)
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+      u, expanded = stack.pop()
+      if expanded: order.append(u); continue
+      if u in seen: continue
+      seen.add(u)
+      stack.append((u, True))
+      stack.extend((s, False) for s in reversed(u.src) if s not in seen and slot not in s._cache)
+    for u in order:
+      if slot in u._cache: continue
+      nu = u.replace(src=tuple(result(s) for s in u.src)) if u.src else u
+      if nu is not u and (hit := done(nu)) is not None: keep(u, hit)
+      elif (r := pm.rewrite(nu, None)) is not None: keep(u, keep(nu, process(r)) if nu is not u else process(r))
+      else: keep(u, keep(nu, nu))
+    return result(root)
   return process(sink)

@@ -13,9 +13,42 @@ from tinycore.uop.rewrite import UPat, PatternMatcher, graph_rewrite
 
 def _is_int(u: UOp) -> bool: return dtypes.is_int(u.dtype)
 
+# The order of a sum's terms: by their keys, nested (op, repr(arg), sources' keys) tuples compared as tuples. A key is
+# interned (by its op, arg and the ids of its sources' keys), so equal keys are one object, and _Key compares two
+# keys by walking down to the first sources that differ: O(depth). Python's own tuple comparison tests each item for
+# equality and then compares the first unequal one again, one level down: O(depth^2) for two sums' terms that differ
+# deep inside (the random number generator's hash rounds: seconds per kernel).
+_keys: dict[tuple, tuple] = {}
+_generation = [0]  # bumped when _keys is emptied: the keys nodes kept from before are made again, interned anew
+_KEYS_MAX = 300_000
+
 def _sort_key(u: UOp) -> tuple:
-  if (k := u._cache.get("key")) is None: u._cache["key"] = k = (u.op.value, repr(u.arg), tuple(_sort_key(s) for s in u.src))
+  if (hit := u._cache.get("key")) is not None and hit[0] == _generation[0]: return hit[1]
+  src = tuple(_sort_key(s) for s in u.src)
+  if (k := _keys.get(flat := (u.op.value, repr(u.arg), tuple(map(id, src))))) is None:
+    _keys[flat] = k = (flat[0], flat[1], src)  # (an entry keeps its sources' keys alive: their ids stay theirs)
+  u._cache["key"] = (_generation[0], k)
   return k
+
+def _sorted_terms(terms: dict[UOp, int]) -> list[UOp]:
+  if len(_keys) >= _KEYS_MAX:  # (between sorts only: the keys of one sort are all of one generation)
+    _keys.clear()
+    _generation[0] += 1
+  return sorted(terms, key=_Key)
+
+class _Key:
+  """A term's key in a sort: compared as the nested tuples compare, through the first differing sources only."""
+  __slots__ = ("k",)
+  def __init__(self, u: UOp): self.k = _sort_key(u)
+  def __lt__(self, o: _Key) -> bool:
+    a, b = self.k, o.k
+    while a is not b:
+      if a[0] != b[0]: return a[0] < b[0]
+      if a[1] != b[1]: return a[1] < b[1]
+      for x, y in zip(a[2], b[2]):
+        if x is not y: a, b = x, y; break
+      else: return len(a[2]) < len(b[2])
+    return False
 
 def linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
   """Decompose an integer expression into ({term: coefficient}, constant)."""
@@ -37,16 +70,25 @@ def _linear_terms(u: UOp) -> tuple[dict[UOp, int], int]:
 
 def build_linear(terms: dict[UOp, int], const: int, like: UOp) -> UOp:
   ret: UOp | None = None
-  for t in sorted(terms, key=_sort_key):
+  # every ADD made here is in canonical form (a prefix of sorted terms is sorted): `canon` spares canonical() its sort
+  # when the rewrite meets these nodes next (a sum of n terms was sorted again for each of its n prefixes)
+  canon = all(terms.values())  # (a zero coefficient would not survive linear_terms: such a sum is not canonical)
+  for t in _sorted_terms(terms):
     c = terms[t]
     x = t if c == 1 else UOp(Ops.MUL, like.dtype, (t, like.const_like(c)))
-    ret = x if ret is None else UOp(Ops.ADD, like.dtype, (ret, x))
+    if ret is None: ret = x
+    else:
+      ret = UOp(Ops.ADD, like.dtype, (ret, x))
+      if canon: ret._cache["canon"] = True
   if ret is None: return like.const_like(const)
-  return ret if const == 0 else UOp(Ops.ADD, like.dtype, (ret, like.const_like(const)))
+  if const == 0: return ret
+  ret = UOp(Ops.ADD, like.dtype, (ret, like.const_like(const)))
+  if canon: ret._cache["canon"] = True
+  return ret
 
 def canonical(x: UOp) -> UOp | None:
   u = x
-  if not _is_int(u): return None
+  if not _is_int(u) or "canon" in u._cache: return None
   t, c = linear_terms(u)
   ret = build_linear(t, c, u)
   return None if ret is u else ret
@@ -131,7 +173,7 @@ symbolic = PatternMatcher([
   (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.cvar("c"))), fold_lt),
   (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("y"))),
    lambda x, y: x if x.vmin >= y.vmax else (y if y.vmin >= x.vmax else None) if _is_int(x) else None),
-])
+], memo="symbolic")  # (every rule is a function of the node alone: results are kept on the nodes, see PatternMatcher)
 
 @functools.lru_cache(maxsize=100_000)
 def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)

@@ -14,9 +14,15 @@ class UOpMetaClass(type):
   ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
     key = (op, dtype, src, arg)
-    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    # (the dictionary under the weak one, read directly: WeakValueDictionary.get is Python code, and this runs for
+    # every node built; a dead node's reference returns None until its callback has removed it)
+    if (ref := _ucache_refs.get(key)) is not None and (ret := ref()) is not None: return ret
     UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg)
     return ret
+
+_ucache_refs = UOpMetaClass.ucache.data
+
+_consts: dict[tuple, UOp] = {}  # UOp.const's nodes of python ints and bools by (dtype, type, value)
 
 class UOp(metaclass=UOpMetaClass):
   """One node: `op` from the op set, result `dtype`, sources `src`, and an op-specific `arg`.
@@ -52,8 +58,14 @@ class UOp(metaclass=UOpMetaClass):
     """A CONST node. `UOp.const(dtype, value)`, or tinygrad 0.14's order `UOp.const(value, dtype=None)` (the dtype then
     defaults to the python value's)."""
     if not isinstance(dtype, DType): dtype, b = (b if b is not None else dtypes.from_py(dtype)), dtype
+    # (index arithmetic makes the same few constants all the time: the node for a (dtype, python number) is kept)
+    if (ret := _consts.get(key := (dtype, type(b), b))) is not None: return ret
     if isinstance(b, UOp): return b
-    return UOp(Ops.CONST, dtype, arg=dtypes.as_const(b, dtype) if not (isinstance(b, float) and math.isnan(b)) else b)
+    ret = UOp(Ops.CONST, dtype, arg=dtypes.as_const(b, dtype) if not (isinstance(b, float) and math.isnan(b)) else b)
+    if type(b) is int or type(b) is bool:  # (not floats: -0.0 == 0.0 as a key)
+      if len(_consts) >= 4096: _consts.clear()
+      _consts[key] = ret
+    return ret
   def const_like(self, b: Any) -> UOp: return UOp.const(self.dtype, b)
   @staticmethod
   def variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.int32) -> UOp:
