@@ -23,3 +23,13 @@ def pytest_runtest_makereport(item, call):
   report = (yield).get_result()
   if report.skipped and os.getenv("TINYCORE_SETUP_DONE") == "1" and "setup.sh" in str(report.longrepr):
     report.outcome = "failed"
+
+@pytest.fixture(autouse=True)
+def _keep_dev_env():
+  """tinygrad 0.14 (imported by the side-by-side tests) writes the device it picked into os.environ["DEV"] ("CL" when
+  OpenCL is present); the subprocesses of later tests in this worker would inherit a device tinycore does not have."""
+  old = os.environ.get("DEV")
+  yield
+  if os.environ.get("DEV") != old:
+    if old is None: os.environ.pop("DEV", None)
+    else: os.environ["DEV"] = old
