@@ -247,8 +247,9 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     if self.grad is not None: self.grad.to_(device)
     return self
   def detach(self) -> Tensor:
-    """The same data, cut from the autograd graph."""
-    return Tensor(self.lazydata, requires_grad=False)
+    """The same data, cut from the autograd graph (no gradient flows back through it; tinygrad's backward() still gives
+    self a zero .grad, see F.Link)."""
+    return Tensor(self.lazydata, requires_grad=False)._link(self)
   def clone(self, device: str | None = None) -> Tensor:
     """A copy in a new buffer (on `device` when given); gradients flow through it. The copy keeps is_param and a copy of
     .grad (as tinygrad)."""
@@ -284,10 +285,10 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
       if not (lb.st.contiguous and lb.size == lb.base.size):
         raise UnsupportedError(f"assign to a non-contiguous view {self.shape} of a buffer {lb.base.shape} does not write through in "
                                "tinycore yet: write with setitem on the tensor that holds the buffer (t[1:3] = v)")
-      r = F.Assign.apply(x.reshape(lb.base.shape), target=lb.base).reshape(self.shape)
+      r = F.Assign.apply(x.reshape(lb.base.shape), old.detach().reshape(lb.base.shape), target=lb.base).reshape(self.shape)
     else:
       buffer = not (lb._base is not None or not lb.st.contiguous or lb.base.op is Ops.CONST)
-      r = F.Assign.apply(x, target=lb if buffer else None)
+      r = F.Assign.apply(x, old.detach(), target=lb if buffer else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx
     if self._rg is None and r._rg: self._rg = True
