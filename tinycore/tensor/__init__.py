@@ -24,7 +24,7 @@ from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, to_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod, all_int, TRAINING
 from tinycore.lazy import LazyBuffer
-from tinycore.errors import ShapeError, DTypeError, UnsupportedError
+from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -279,16 +279,10 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     for t in x._deepwalk():
       if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
     lb = self.lazydata
-    if lb._base is not None and lb.base.op in _HOLDS_BUFFER:
-      # a view of a buffer other tensors may hold: a reshape of all of it writes through; other views are refused,
-      # never silently written into a copy (tinygrad writes them through)
-      if not (lb.st.contiguous and lb.size == lb.base.size):
-        raise UnsupportedError(f"assign to a non-contiguous view {self.shape} of a buffer {lb.base.shape} does not write through in "
-                               "tinycore yet: write with setitem on the tensor that holds the buffer (t[1:3] = v)")
-      r = F.Assign.apply(x.reshape(lb.base.shape), old.detach().reshape(lb.base.shape), target=lb.base).reshape(self.shape)
-    else:
-      buffer = not (lb._base is not None or not lb.st.contiguous or lb.base.op is Ops.CONST)
-      r = F.Assign.apply(x, old.detach(), target=lb if buffer else None)
+    # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
+    # computation, or a constant, just takes x's value
+    through = lb.base.op in _HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
+    r = F.Assign.apply(x, old.detach(), target=lb if through else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx
     if self._rg is None and r._rg: self._rg = True
