@@ -58,6 +58,7 @@ BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
 # the ops whose result is always a buffer of its own
 _FORCED = frozenset((Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.INDEX_CHECK))
 _IN_PLACE = frozenset((Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))  # the ops that write into the buffer of their first source
+HOLDS_BUFFER = _IN_PLACE | {BUFFER}  # the ops whose result is a buffer tensors share (a realized one, or a write pending into one)
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
 @functools.lru_cache(maxsize=4096)

@@ -23,7 +23,7 @@ import tinycore.function as F
 from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, to_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod, all_int, TRAINING
-from tinycore.lazy import LazyBuffer
+from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
 from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
@@ -45,8 +45,6 @@ from tinycore.tensor.autograd import AutogradMixin
 from tinycore.tensor.sharding import ShardMixin
 from tinycore.multi import MultiLazyBuffer, shards_of, to_devices
 
-# the ops whose result is a buffer tensors share (a realized one, or an in-place write pending into one)
-_HOLDS_BUFFER = frozenset((Ops.BUFFER, Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
@@ -281,7 +279,7 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     lb = self.lazydata
     # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
     # computation, or a constant, just takes x's value
-    through = lb.base.op in _HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
+    through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
     r = F.Assign.apply(x, old.detach(), target=lb if through else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx
