@@ -308,3 +308,39 @@ def test_inplace_gradient_is_the_mathematical_one(op, tname, dev):
     return gy.numpy()
   for result_first in (True, False): close(y_grad(lambda v: Tensor(v, device=dev), result_first), ty.grad.numpy(), rtol=1e-4)
   assert not np.allclose(y_grad(_tg, True), y_grad(_tg, False), rtol=1e-3)
+
+# *** an update assigned outside no_grad, step after step ***
+
+@pytest.mark.parametrize("marked", [False, True], ids=["tinygrad_mode", "requires_grad"])
+@pytest.mark.parametrize("symbolic", [False, True], ids=["slices", "variable_batch"])
+def test_sgd_by_assign_outside_no_grad(marked, symbolic, dev):
+  """`w.assign(w - lr * w.grad)` without no_grad, for many steps, w realized by the next loss: the live tensors stay
+  flat (each step's graph was chained to the next through the written parameter), w.grad is filled each step (a
+  requires_grad=True parameter stays a leaf), and batches sliced with a Variable bound to a new size each step run (the data's .grad, summed over
+  steps, had two values of the Variable in one computation; tinygrad 0.14 raises there). Values vs numpy float64."""
+  from tinycore import Variable
+  rng = _rng(11)
+  Xn, wn = rng.standard_normal((64, 4)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+  X = Tensor(Xn, device=dev).realize()
+  w = Tensor(wn, device=dev, requires_grad=True if marked else None).realize()
+  v, ref = Variable("bs", 1, 16), wn.astype(np.float64)
+  def live() -> int:
+    gc.collect()
+    return sum(type(o) is Tensor for o in gc.get_objects())
+  counts = []
+  for step in range(40):
+    n = 3 + step % 4
+    x = X[:v.bind(n)] if symbolic else X[step:step + n]
+    loss = (x @ w).square().mean()
+    loss.backward()
+    assert w.grad is not None
+    w.assign(w - 0.05 * w.grad)
+    # (with a Variable, a write still pending would meet the next size in one computation: both libraries raise)
+    if symbolic: w.realize()
+    w.grad = None
+    loss.item()
+    xn = Xn[:n] if symbolic else Xn[step:step + n]
+    ref = ref - 0.05 * (2 / (n * 3)) * xn.T.astype(np.float64) @ (xn @ ref)
+    if step in (10, 39): counts.append(live())
+  close(w.numpy(), ref, rtol=1e-4, atol=1e-5)
+  assert counts[1] <= counts[0], f"live tensors grew from {counts[0]} to {counts[1]} over 29 steps"

@@ -169,7 +169,8 @@ class LazyBuffer:
       return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (base, x), var_vals=_srcs_vals((self, x)))
     if self.st.contiguous and self.size == base.size: return base.assign(x.reshape(base.shape))._view(self.st)  # the whole buffer
     if any(v.mask is not None for v in self.st.views):
-      raise UnsupportedError(f"assign to a padded view {self.shape} of a buffer {base.shape}: its padding has no place to be written")
+      raise UnsupportedError(f"assign to a padded view {self.shape} of a buffer {base.shape} (a pad, or a step that does not divide "
+                             "the size): not written through by tinycore; setitem writes such views (t[idx] = v)")
     out = LazyBuffer(self.device, ShapeTracker.from_shape(base.shape), self.dtype, Ops.ASSIGN, self.st, (base, x), var_vals=_srcs_vals((self, x)))
     _WRITES[out.buffer] = out
     return out._view(self.st)

@@ -262,7 +262,9 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     return self
   def assign(self, x: Any) -> Tensor:
     """Write x (broadcast to self's shape) into this tensor's buffer (in place once realized). Gradients then flow to x,
-    not to what self held before (as tinygrad)."""
+    not to what self held before (as tinygrad); a tensor marked requires_grad=True (a parameter) stays a leaf, as an
+    update under no_grad would (PyTorch refuses an in-place op on such a leaf). Once the write is made, the graph that
+    computed it is let go (see _history)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
     if x.dtype != self.dtype: raise DTypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
@@ -273,13 +275,16 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     if x is self: return self
     # a graph that reads self (x = self + y) reads what self held: a snapshot takes its place there, self is rewritten
     old = Tensor.__new__(Tensor)
-    old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._ctx, self.is_param
+    old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._history(), self.is_param
     for t in x._deepwalk():
       if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
     lb = self.lazydata
     # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
     # computation, or a constant, just takes x's value
     through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
+    if through and self._rg is True:  # a parameter (PyTorch mode) takes new data and stays a leaf, as under no_grad
+      with Tensor.test(): self.lazydata = F.Assign.apply(x, old, target=lb).lazydata
+      return self
     r = F.Assign.apply(x, old.detach(), target=lb if through else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx

@@ -74,6 +74,13 @@ class AutogradMixin:
     ret = cls.__new__(cls)
     ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = ctx.ret, None, True, None, None if cls.no_grad else ctx
     return ret
+  def _history(self) -> F.Function | None:
+    """self._ctx, cut (None) once self is an in-place write that was made: like a realized tensor, a written buffer is a
+    leaf (as in tinygrad). Whoever realized the write, the graph that computed it is let go here: `w.assign(w - lr * g)`
+    outside no_grad, step after step, would otherwise chain every step's graph to the next (and a Variable bound to
+    another value in each step's graph would then meet its old value)."""
+    if type(self._ctx) is F.Assign and self.lazydata.is_realized(): self._ctx = None
+    return self._ctx
   def _deepwalk(self) -> list[Tensor]:
     """The recorded tensors self depends on (self included when recorded), each after all of its parents."""
     order: list[Tensor] = []
@@ -84,7 +91,7 @@ class AutogradMixin:
       if done:
         order.append(t)
         continue
-      if id(t) in seen or t._ctx is None: continue
+      if id(t) in seen or t._history() is None: continue
       seen.add(id(t))
       stack.append((t, True))
       stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
@@ -143,6 +150,10 @@ class AutogradMixin:
           if marked or t.lazydata.dtype not in _FLOATS: continue
           g = type(self)(t.lazydata.const(0), requires_grad=False)
         if t.grad is None: t.grad = type(self)(g.lazydata, requires_grad=False)
-        else: t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
+        else:
+          # the .grad of data sliced with a Variable (X[:bs]) holds the value bs had then: with another value now, the sum
+          # would be one computation with two values of bs, so the old one is made first
+          if any(g.lazydata.var_vals.get(v, x) != x for v, x in t.grad.lazydata.var_vals.items()): t.grad.replace(t.grad.contiguous().realize())
+          t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
     finally: type(self).no_grad = prev
     return self

@@ -208,7 +208,9 @@ class IndexingMixin:
     if not tensors:
       try: v = v.expand(x.shape) if v.shape != x.shape else v
       except ValueError: raise ValueError(f"cannot assign a value of shape {v.shape} to an index of shape {x.shape}") from None
-      if type(x.lazydata) is LazyBuffer and x.lazydata.base.op in HOLDS_BUFFER:  # a view of a buffer: written through, in place
+      # a view of a buffer: written through, in place (one kernel over the view); a padded view (a step that does not
+      # divide the size) rewrites the whole buffer below
+      if type(x.lazydata) is LazyBuffer and x.lazydata.base.op in HOLDS_BUFFER and all(v.mask is None for v in x.lazydata.st.views):
         x.assign(v).realize()
         return
       vfull = unview(v.contiguous() if v.lazydata.st.contiguous is False else v)
