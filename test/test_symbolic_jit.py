@@ -193,3 +193,52 @@ def test_reshape_with_minus_one(device):
     close(x.reshape(-1).sum().numpy(), np.float32(X[:n].sum()), tol=1e-4)
     with pytest.raises(ValueError, match=r"cannot infer the -1 of reshape \(-1, 5\) from \(bs, 4, 3\)"): x.reshape(-1, 5)
     with pytest.raises(ValueError, match="one -1 at most"): x.reshape(-1, -1)
+
+# *** bound Variables in expressions: a KV cache written and read at a position (tinygrad 0.14's `cache[:, pos:pos+1]`) ***
+
+def test_bound_variable_arithmetic_like_tinygrad():
+  """`pos + 1`, `2 * pos`, `pos - 1`, `pos // 2`, `pos < n` compose as in tinygrad 0.14 (where they are bound UOps): the
+  expression keeps the Variable's value (checked against python ints)."""
+  import tinygrad
+  v, tv = Variable("pos", 0, 10), tinygrad.Variable("pos", 0, 10)
+  p, tp = v.bind(3), tv.bind(3)
+  for f in (lambda p: p + 1, lambda p: 1 + p, lambda p: p * 2, lambda p: 2 * p, lambda p: p - 1, lambda p: 5 - p, lambda p: p // 2,
+            lambda p: p % 2, lambda p: (p + 1) * (p + 2)):
+    f(tp)  # tinygrad accepts it too
+    assert f(p).val == f(3)
+  assert int((p < 5).val) == 1 and int((p >= 4).val) == 0 and int((p > 2).val) == 1 and int((p <= 3).val) == 1
+  assert (p + 1).vals == {v: 3} and p.unbind() == (v, 3)
+  with pytest.raises(ValueError, match="not a Variable"): (p + 1).unbind()
+
+def _cache_steps(T, kw: dict, var) -> tuple[list, np.ndarray]:
+  """A KV cache of 6 positions: at each step write the new row at [pos:pos+1] (setitem) and read [0:pos+1]."""
+  cache = T.zeros(1, 6, 2, **kw).contiguous().realize()
+  sums = []
+  for i in range(4):
+    pos = var.bind(i)
+    cache[:, pos:pos + 1, :] = T([[[i + 1.0, 10.0 * (i + 1)]]], **kw)
+    sums.append(cache[:, 0:pos + 1, :].sum(1).numpy().tolist())
+  return sums, cache.numpy()
+
+def test_kv_cache_with_a_symbolic_slice_like_tinygrad(device):
+  import tinygrad
+  got = _cache_steps(Tensor, {}, Variable("pos", 0, 5))
+  want = _cache_steps(tinygrad.Tensor, {"device": "CPU"}, tinygrad.Variable("pos", 0, 5))
+  ref = np.zeros((1, 6, 2), np.float32)
+  ref[0, :4] = [[i + 1.0, 10.0 * (i + 1)] for i in range(4)]
+  assert got[0] == want[0] == [ref[:, :i + 1].sum(1).tolist() for i in range(4)]
+  np.testing.assert_array_equal(got[1], ref)
+  np.testing.assert_array_equal(want[1], ref)
+
+def test_kv_cache_kernels_are_reused_across_positions(device):
+  v = Variable("pos", 0, 7)
+  cache = Tensor.zeros(8, 4).contiguous().realize()
+  def step(i: int) -> None:
+    pos = v.bind(i)
+    cache[pos:pos + 1] = Tensor.full((1, 4), i + 0.5)  # (never 0 or 1: those fold into the code)
+    cache[0:pos + 1].sum(0).realize()
+  step(0)
+  before = len(method_cache)
+  for i in range(1, 8): step(i)
+  assert len(method_cache) == before
+  np.testing.assert_array_equal(cache.numpy(), np.repeat(np.arange(8, dtype=np.float32)[:, None] + 0.5, 4, 1))

@@ -9,10 +9,13 @@ The rules the autograd follows:
   `self.parents` and its output from `self.out()`, never from the LazyBuffers forward saw, and builds the gradient
   with Functions applied to those Tensors: the gradient is recorded like any other computation, so it can be
   differentiated again (second order). Under Tensor.no_grad (as Tensor.backward runs it) the same code records nothing.
+- An output computed from float tensors without a recorded Function (a comparison, an integer result, detach,
+  const_like, an op on detached tensors only) records a Link instead: it carries no gradient, but backward() sees the
+  inputs it leads to and gives them a zero .grad, as tinygrad 0.14 does for every float tensor in the graph.
 - A Function keeps only what backward needs besides its parents: shapes and axes, and `self.ret` (the output
   LazyBuffer) where the gradient is written in terms of the output."""
 from __future__ import annotations
-import math
+import math, weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
@@ -39,6 +42,19 @@ class Function:
     """The output as a Tensor recorded with this Function: a gradient built from it stays connected to the inputs."""
     return type(self.parents[0])._output_of(self)
 
+class Link(Function):
+  """A dependency without a gradient (see the rules above). Its parents are held, as a recorded Function holds its
+  own, except a realized leaf, held weakly: holding it would keep a chain of steps alive (`t = t + 1` in a loop, each t
+  realized); a leaf gone is no longer in the graph (in tinygrad a tensor nobody holds gets no .grad either)."""
+  differentiable = False
+  def __init__(self, *parents: Tensor): self.parents = parents
+  @property  # type: ignore[override]
+  def parents(self) -> tuple[Tensor, ...]: return tuple(p for r in self._refs if (p := r() if isinstance(r, weakref.ref) else r) is not None)
+  @parents.setter
+  def parents(self, parents: tuple[Tensor, ...]) -> None:
+    self._refs = tuple(weakref.ref(p) if p._ctx is None and p.lazydata.is_realized() else p for p in parents)
+    self.needs_input_grad = (False,) * len(parents)
+
 def _const(like: Tensor, val: float) -> Tensor:
   """A constant of like's shape, dtype and device, cut from the graph."""
   T = type(like)
@@ -55,9 +71,10 @@ class Clone(Function):
 
 class Assign(Function):
   """x written into the buffer `target` (a LazyBuffer, or None to take x as it is): the gradient goes to x, as the
-  written tensor now holds x's values."""
-  def forward(self, x: LazyBuffer, target: LazyBuffer | None = None) -> LazyBuffer: return x if target is None else target.assign(x)
-  def backward(self, grad: Tensor) -> Tensor: return grad
+  written tensor now holds x's values. `old` (what the tensor held, detached) is a parent without a gradient: the graph
+  still reaches it, as tinygrad's assign reaches its target (backward() gives it a zero .grad)."""
+  def forward(self, x: LazyBuffer, old: LazyBuffer, target: LazyBuffer | None = None) -> LazyBuffer: return x if target is None else target.assign(x)
+  def backward(self, grad: Tensor) -> tuple[Tensor, None]: return grad, None
 
 class ContiguousBackward(Function):
   def forward(self, x: LazyBuffer) -> LazyBuffer: return x

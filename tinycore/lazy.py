@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools, math, weakref
 from typing import Any
 from tinycore.dtype import DType, dtypes
+from tinycore.errors import UnsupportedError
 from tinycore.device import Buffer
 from tinycore.helpers import ContextVar, all_int, ceildiv, prod
 from tinycore.index_errors import error_buffer
@@ -37,6 +38,18 @@ def pending_readers(buf: Buffer) -> list[LazyBuffer]:
   buf.readers = [r for r, _ in live]
   return [x for _, x in live]
 
+# the latest write through a view into each buffer (LazyBuffer.assign), until it is made: a later write into the buffer
+# comes after it, and a schedule that reads the buffer makes it first (pending_writes): the tensor that holds the
+# buffer sees it, though its LazyBuffer is the buffer's, not the write's
+_WRITES: weakref.WeakKeyDictionary[Buffer, LazyBuffer] = weakref.WeakKeyDictionary()
+
+def pending_writes(leaves: list[LazyBuffer], outs: list[LazyBuffer], graph: list[LazyBuffer]) -> list[LazyBuffer]:
+  """The writes through views not made yet into the buffers that a schedule of outs (graph, leaves) reads or returns."""
+  if not _WRITES: return []
+  inside = set(graph)
+  return list(dict.fromkeys(w for lb in leaves + [o.base for o in outs] if lb.op is BUFFER and (w := _WRITES.get(lb.buffer)) is not None
+                            and w.op is ASSIGN and w not in inside))
+
 # the enum members that the hot paths compare with, as module globals: `Ops.X` is a lookup through the enum's
 # metaclass (~0.1 us each, several per op made and per realize)
 BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
@@ -45,6 +58,7 @@ BUFFER, CONST, ASSIGN, WHERE = Ops.BUFFER, Ops.CONST, Ops.ASSIGN, Ops.WHERE
 # the ops whose result is always a buffer of its own
 _FORCED = frozenset((Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY, Ops.EMPTY, Ops.SCATTER, Ops.INDEX_CHECK))
 _IN_PLACE = frozenset((Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))  # the ops that write into the buffer of their first source
+HOLDS_BUFFER = _IN_PLACE | {BUFFER}  # the ops whose result is a buffer tensors share (a realized one, or a write pending into one)
 # the contiguous tracker of a shape, shared (trackers are immutable): equal keys of the schedule cache then compare by identity
 _from_shape = functools.cache(ShapeTracker.from_shape)
 @functools.lru_cache(maxsize=4096)
@@ -76,7 +90,7 @@ class LazyBuffer:
     self._base = base
     if var_vals:
       # only the values this tracker uses: a stale binding must not travel on with data that no longer depends on it
-      need = st.vars() | (arg.vars() if isinstance(arg, UOp) else set())
+      need = st.vars() | (arg.vars() if isinstance(arg, (UOp, ShapeTracker)) else set())
       if (vals := {v: x for v, x in var_vals.items() if v in need}): self.var_vals = vals
     if base is None:
       # a base: it owns the buffer that its op writes (allocated when the schedule runs); a symbolic shape takes the
@@ -142,12 +156,24 @@ class LazyBuffer:
     # the source must exist as a whole buffer of its own before it can be copied
     return LazyBuffer.metaop(Ops.COPY, self.shape, self.dtype, device, srcs=(self.contiguous(),))
   def assign(self, x: LazyBuffer) -> LazyBuffer:
-    """Write x into this (realized) buffer, in place."""
+    """Write x into this buffer, in place. A view of a buffer writes through: the kernel stores x at the view's
+    positions in the base buffer (an ASSIGN of the base whose arg is the view, the elements it does not select kept),
+    and the result is that view of the written buffer. A padded view has positions outside the buffer: refused."""
     if self.shape != x.shape: raise ValueError(f"assign shape mismatch: {self.shape} vs {x.shape}")
     if self.dtype != x.dtype: raise TypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
     if self.device != x.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
-    if self._base is not None or not self.st.contiguous: raise ValueError("assign target must be a contiguous base buffer")
-    return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (self, x), var_vals=_srcs_vals((self, x)))
+    base = self.base
+    if self._base is None and not self.st.contiguous: raise ValueError("assign target must be a contiguous base buffer")
+    if base.op is BUFFER and (w := _WRITES.get(base.buffer)) is not None and w.op is ASSIGN: base = w  # after the write pending
+    if self._base is None:
+      return LazyBuffer(self.device, ShapeTracker.from_shape(self.shape), self.dtype, Ops.ASSIGN, None, (base, x), var_vals=_srcs_vals((self, x)))
+    if self.st.contiguous and self.size == base.size: return base.assign(x.reshape(base.shape))._view(self.st)  # the whole buffer
+    if any(v.mask is not None for v in self.st.views):
+      raise UnsupportedError(f"assign to a padded view {self.shape} of a buffer {base.shape} (a pad, or a step that does not divide "
+                             "the size): not written through by tinycore; setitem writes such views (t[idx] = v)")
+    out = LazyBuffer(self.device, ShapeTracker.from_shape(base.shape), self.dtype, Ops.ASSIGN, self.st, (base, x), var_vals=_srcs_vals((self, x)))
+    _WRITES[out.buffer] = out
+    return out._view(self.st)
   def rebind(self, var_vals: dict[UOp, int]) -> None:
     """Take new values for the Variables this realized buffer (and its view) already has: a replayed TinyJit wrote
     the results for those values into it."""

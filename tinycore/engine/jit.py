@@ -51,7 +51,7 @@ def _inputs(args: tuple, kwargs: dict[str, Any]) -> tuple[list[tuple[str, Tensor
   the arguments and those bound in the inputs' shapes (`x[:v.bind(n)]`, `Tensor.empty(v.bind(n), 784)`)."""
   named = [(f"argument {i}", a) for i, a in enumerate(args)] + [(f"keyword argument {k!r}", v) for k, v in sorted(kwargs.items())]
   tensors = [(n, a) for n, a in named if isinstance(a, Tensor)]
-  bound = [dict([a.unbind()]) for _, a in named if isinstance(a, BoundVariable)] + [t.lazydata.var_vals for _, t in tensors if t.lazydata.var_vals]
+  bound = [a.vals for _, a in named if isinstance(a, BoundVariable)] + [t.lazydata.var_vals for _, t in tensors if t.lazydata.var_vals]
   return tensors, merge_var_vals(*bound) if bound else {}
 
 def _signature(t: Tensor) -> tuple:

@@ -18,6 +18,9 @@ space onto its buffer. Fusion rules:
   view with the indexed axis's position replaced by the loaded index (wrapped, clamped into the buffer); a padded view
   is never pushed through a GATHER (a masked index would read entry 0, not 0). SCATTER and INDEX_CHECK write in place
   into the buffer of their first source (see tinycore.index_errors, codegen/indexed.py);
+- an assign through a view of a buffer (an ASSIGN whose arg is the view) is a kernel over the value's shape storing at
+  the view's positions, the other elements kept; a reduce in its value is computed first. A write through a view not
+  made yet into a buffer that a schedule reads (lazy.pending_writes) is made in that schedule, as an assign;
 - assigns that write tensors of one shape, without a reduce, where one's value reads another's result element for
   element (Adam's parameter reading its new moments), are one kernel with a store per target (`_assign_groups`): each
   element's new moments are computed once, in registers, and written with the parameter. Every read of a target in
@@ -34,7 +37,7 @@ from typing import Any
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, ContextVar, prod
-from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, BUFFER, CONST, ASSIGN
+from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, pending_writes, BUFFER, CONST, ASSIGN
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker, View
 from tinycore.codegen.indexed import safe_index
@@ -197,6 +200,7 @@ def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffe
 def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[Buffer], list[LazyBuffer]]:
   kb = _KernelBuilder(out, realizes)
   if out.op in (Ops.SCATTER, Ops.INDEX_CHECK): return _indexed_ast(out, kb), kb.bufs, kb.inputs
+  if out.op is Ops.ASSIGN and out.arg is not None: return _view_assign_ast(out, kb), kb.bufs, kb.inputs
   red = out if out.op is Ops.REDUCE_AXIS else _reduce_below(out.srcs[-1] if out.op in (Ops.CONTIGUOUS, Ops.ASSIGN) else out, realizes, set(), out)
   # with a reduce inside, the kernel iterates over the reduce's output shape (its reduced dims are size 1)
   iter_shape = red.shape if red is not None else out.shape
@@ -212,6 +216,19 @@ def _kernel_ast(out: LazyBuffer, realizes: set[LazyBuffer]) -> tuple[UOp, list[B
     raise _Refuse(out.srcs[-1].base)
   store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0), out_view, value))
   return UOp(Ops.SINK, dtypes.void, (store,)), kb.bufs, kb.inputs
+
+def _view_assign_ast(out: LazyBuffer, kb: _KernelBuilder) -> UOp:
+  """An assign through a view (out.arg, a tracker over the target buffer): over the value's shape, a store at the
+  view's positions. A reduce in the value is computed first; a value that reads the target elsewhere than where it
+  writes is computed into a buffer of its own first (as for a whole assign)."""
+  x = out.srcs[1]
+  if (red := _reduce_below(x, kb.realizes, set(), out)) is not None: raise _Refuse(red)
+  kb.load(out.srcs[0].base, ShapeTracker.from_shape(out.shape))  # the elements kept: it runs after the kernel that fills them
+  value = kb.build(x, ShapeTracker.from_shape(x.shape))
+  if x.base is not out.srcs[0].base and any(u.op is Ops.LOAD and u.src[0].arg == 0 and u.src[1].arg != out.arg for u in value.toposort()):
+    raise _Refuse(x.base)
+  g = UOp(Ops.DEFINE_GLOBAL, out.dtype.ptr(), arg=0)
+  return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g, UOp(Ops.VIEW, arg=out.arg), value)),))
 
 class _Ungroup(Exception):
   """A group of assigns that cannot be one kernel (a target read at another element than the one written)."""
@@ -233,7 +250,7 @@ def _group_ast(members: list[LazyBuffer], realizes: set[LazyBuffer]) -> tuple[UO
 def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> list[list[LazyBuffer]]:
   """The assigns (to distinct buffers, of one shape and device, without a reduce) whose kernels read one another's
   results, joined into groups of two or more (graph order), each to become one kernel (see _group_ast)."""
-  cands = [b for b in graph if b.op is ASSIGN and b in realizes and b.srcs[-1].base is not b.srcs[0].base and
+  cands = [b for b in graph if b.op is ASSIGN and b.arg is None and b in realizes and b.srcs[-1].base is not b.srcs[0].base and
            _reduce_below(b.srcs[-1], realizes, set(), b) is None and b.srcs[-1].base.op is not Ops.GATHER]
   if len(cands) < 2: return []
   if len({id(b.buffer) for b in cands}) != len(cands): return []  # two assigns into one buffer: kept apart
@@ -324,6 +341,7 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
 
 def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   key, graph, leaves, var_vals, consts, assigns = _structure(outs)
+  if check_readers and (writes := pending_writes(leaves, outs, graph)): return _schedule_with_vars(outs + writes, True)
   # (one pass of _overwritten_readers finds every value to realize early: the graph with them needs no second look)
   if assigns and check_readers and (early := _overwritten_readers(graph, outs)):
     inside = set(graph)

@@ -23,8 +23,8 @@ import tinycore.function as F
 from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, to_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod, all_int, TRAINING
-from tinycore.lazy import LazyBuffer
-from tinycore.errors import ShapeError, DTypeError, UnsupportedError
+from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
+from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
 from tinycore.engine.realize import run_schedule
@@ -45,8 +45,6 @@ from tinycore.tensor.autograd import AutogradMixin
 from tinycore.tensor.sharding import ShardMixin
 from tinycore.multi import MultiLazyBuffer, shards_of, to_devices
 
-# the ops whose result is a buffer tensors share (a realized one, or an in-place write pending into one)
-_HOLDS_BUFFER = frozenset((Ops.BUFFER, Ops.ASSIGN, Ops.SCATTER, Ops.INDEX_CHECK))
 
 class _train(ContextDecorator):
   """Context manager and decorator that sets TRAINING (mode=True by default) and restores it on exit."""
@@ -247,8 +245,9 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     if self.grad is not None: self.grad.to_(device)
     return self
   def detach(self) -> Tensor:
-    """The same data, cut from the autograd graph."""
-    return Tensor(self.lazydata, requires_grad=False)
+    """The same data, cut from the autograd graph (no gradient flows back through it; tinygrad's backward() still gives
+    self a zero .grad, see F.Link)."""
+    return Tensor(self.lazydata, requires_grad=False)._link(self)
   def clone(self, device: str | None = None) -> Tensor:
     """A copy in a new buffer (on `device` when given); gradients flow through it. The copy keeps is_param and a copy of
     .grad (as tinygrad)."""
@@ -263,7 +262,9 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     return self
   def assign(self, x: Any) -> Tensor:
     """Write x (broadcast to self's shape) into this tensor's buffer (in place once realized). Gradients then flow to x,
-    not to what self held before (as tinygrad)."""
+    not to what self held before (as tinygrad); a tensor marked requires_grad=True (a parameter) stays a leaf, as an
+    update under no_grad would (PyTorch refuses an in-place op on such a leaf). Once the write is made, the graph that
+    computed it is let go (see _history)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.device != self.device: raise ValueError(f"assign device mismatch: {self.device} vs {x.device}")
     if x.dtype != self.dtype: raise DTypeError(f"assign dtype mismatch: {self.dtype} vs {x.dtype}")
@@ -274,20 +275,17 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     if x is self: return self
     # a graph that reads self (x = self + y) reads what self held: a snapshot takes its place there, self is rewritten
     old = Tensor.__new__(Tensor)
-    old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._ctx, self.is_param
+    old.lazydata, old._rg, old.grad, old._ctx, old.is_param = self.lazydata, self._rg, self.grad, self._history(), self.is_param
     for t in x._deepwalk():
       if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
     lb = self.lazydata
-    if lb._base is not None and lb.base.op in _HOLDS_BUFFER:
-      # a view of a buffer other tensors may hold: a reshape of all of it writes through; other views are refused,
-      # never silently written into a copy (tinygrad writes them through)
-      if not (lb.st.contiguous and lb.size == lb.base.size):
-        raise UnsupportedError(f"assign to a non-contiguous view {self.shape} of a buffer {lb.base.shape} does not write through in "
-                               "tinycore yet: write with setitem on the tensor that holds the buffer (t[1:3] = v)")
-      r = F.Assign.apply(x.reshape(lb.base.shape), target=lb.base).reshape(self.shape)
-    else:
-      buffer = not (lb._base is not None or not lb.st.contiguous or lb.base.op is Ops.CONST)
-      r = F.Assign.apply(x, target=lb if buffer else None)
+    # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
+    # computation, or a constant, just takes x's value
+    through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
+    if through and self._rg is True:  # a parameter (PyTorch mode) takes new data and stays a leaf, as under no_grad
+      with Tensor.test(): self.lazydata = F.Assign.apply(x, old, target=lb).lazydata
+      return self
+    r = F.Assign.apply(x, old.detach(), target=lb if through else None)
     self.lazydata = r.lazydata
     self._ctx = r._ctx
     if self._rg is None and r._rg: self._rg = True

@@ -62,7 +62,7 @@ def _is_sym(x: Any) -> bool: return isinstance(x, (UOp, BoundVariable))
 
 def _bound_vals(*xs: Any) -> dict[UOp, int]:
   """The values of the bound Variables among shape arguments (nested in tuples and lists)."""
-  found = [{x.var: x.val} if isinstance(x, BoundVariable) else _bound_vals(*x) for x in xs if isinstance(x, (BoundVariable, tuple, list))]
+  found = [x.vals if isinstance(x, BoundVariable) else _bound_vals(*x) for x in xs if isinstance(x, (BoundVariable, tuple, list))]
   return merge_var_vals(*found) if found else {}
 
 def _same(a: Any, b: Any) -> bool:

@@ -23,7 +23,9 @@ class AutogradMixin:
   #   the marked leaves. A training loop that slices its batches out of one big data tensor would otherwise add a
   #   gradient graph to that tensor's .grad at every step and keep them all alive (tinygrad 0.14 does), and the lazy
   #   .grad of intermediates, read against the parameters, would have to be computed before each optimizer step.
-  # realize() makes the tensors it computes leaves (as tinygrad): a graph is let go once its result is a buffer.
+  # A float tensor the graph reaches only through links without a gradient (detach, comparisons: F.Link) gets a zero
+  # .grad under tinygrad's rule, as in tinygrad. realize() makes the tensors it computes leaves (as tinygrad): a graph is
+  # let go once its result is a buffer.
   @property
   def requires_grad(self) -> bool | None:
     """None (the default): differentiable when float; True: the same, said explicitly (PyTorch's habit, and it
@@ -55,21 +57,30 @@ class AutogradMixin:
     ret = cls.__new__(cls)
     ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
     ret.grad, ret.is_param, ret._ctx = None, True, None
-    if not fxn.differentiable or cls.no_grad or lb.dtype not in _FLOATS:
-      ret._rg = None
-      return ret
-    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
-    if True in needs:
+    if cls.no_grad: ret._rg = None
+    elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, F.Link(*x)
+    elif True in (needs := tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)):
       ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
       ret._rg = True if any(t._rg for t in x) else None
-    else: ret._rg = False  # computed from detached tensors only: detached too
+    else: ret._rg, ret._ctx = False, F.Link(*x)  # computed from detached tensors only: detached too
     return ret
+  def _link(self, *sources: Tensor) -> Tensor:
+    """self recorded as computed from sources without a gradient (F.Link): what detach and const_like return."""
+    if not type(self).no_grad: self._ctx = F.Link(*sources)
+    return self
   @classmethod
   def _output_of(cls, ctx: F.Function) -> Tensor:
     """ctx's output (ctx.ret) as a Tensor recorded with ctx (Function.out comes here)."""
     ret = cls.__new__(cls)
     ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = ctx.ret, None, True, None, None if cls.no_grad else ctx
     return ret
+  def _history(self) -> F.Function | None:
+    """self._ctx, cut (None) once self is an in-place write that was made: like a realized tensor, a written buffer is a
+    leaf (as in tinygrad). Whoever realized the write, the graph that computed it is let go here: `w.assign(w - lr * g)`
+    outside no_grad, step after step, would otherwise chain every step's graph to the next (and a Variable bound to
+    another value in each step's graph would then meet its old value)."""
+    if type(self._ctx) is F.Assign and self.lazydata.is_realized(): self._ctx = None
+    return self._ctx
   def _deepwalk(self) -> list[Tensor]:
     """The recorded tensors self depends on (self included when recorded), each after all of its parents."""
     order: list[Tensor] = []
@@ -80,7 +91,7 @@ class AutogradMixin:
       if done:
         order.append(t)
         continue
-      if id(t) in seen or t._ctx is None: continue
+      if id(t) in seen or t._history() is None: continue
       seen.add(id(t))
       stack.append((t, True))
       stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
@@ -100,9 +111,9 @@ class AutogradMixin:
     if marked: order = [t for t in order if t._rg is True]  # requires_grad=True flows from the marked leaves to what uses them
     grads: dict[int, Tensor] = {id(self): gradient}
     for t0 in reversed(order):
-      if (g0 := grads.get(id(t0))) is None: continue
       ctx = t0._ctx
       assert ctx is not None
+      if (g0 := grads.get(id(t0))) is None or isinstance(ctx, F.Link): continue
       if marked and len(ctx.parents) > 1 and any(n and p._rg is not True for n, p in zip(ctx.needs_input_grad, ctx.parents)):
         # no gradient for the inputs that are not marked (the data a parameter multiplies)
         needs, ctx.needs_input_grad = ctx.needs_input_grad, tuple(n and p._rg is True for n, p in zip(ctx.needs_input_grad, ctx.parents))
@@ -133,9 +144,16 @@ class AutogradMixin:
       order, grads = self._grads(gradient, None, marked)
       seen: set[int] = set()
       for t in itertools.chain((self,), (p for t0 in order for p in t0._ctx.parents)):  # type: ignore[union-attr]
-        if id(t) in seen or (g := grads.get(id(t))) is None or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
+        if id(t) in seen or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
         seen.add(id(t))
+        if (g := grads.get(id(t))) is None:  # in the graph, but no gradient reaches it (through a Link): zeros, as tinygrad
+          if marked or t.lazydata.dtype not in _FLOATS: continue
+          g = type(self)(t.lazydata.const(0), requires_grad=False)
         if t.grad is None: t.grad = type(self)(g.lazydata, requires_grad=False)
-        else: t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
+        else:
+          # the .grad of data sliced with a Variable (X[:bs]) holds the value bs had then: with another value now, the sum
+          # would be one computation with two values of bs, so the old one is made first
+          if any(g.lazydata.var_vals.get(v, x) != x for v, x in t.grad.lazydata.var_vals.items()): t.grad.replace(t.grad.contiguous().realize())
+          t.grad.replace(t.grad + g)  # in place: a reference to .grad sees the sum (as torch and tinygrad)
     finally: type(self).no_grad = prev
     return self

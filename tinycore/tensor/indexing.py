@@ -8,6 +8,7 @@ import numpy as np
 import tinycore.function as F
 from tinycore.dtype import dtypes
 from tinycore.ops import Ops
+from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
 from tinycore.helpers import prod, flatten, ceildiv
 from tinycore.errors import ShapeError, ArgumentError, ArgumentTypeError, DTypeError
 from tinycore.uop.uop import UOp
@@ -200,6 +201,11 @@ class IndexingMixin:
     if not tensors:
       try: v = v.expand(x.shape) if v.shape != x.shape else v
       except ValueError: raise ValueError(f"cannot assign a value of shape {v.shape} to an index of shape {x.shape}") from None
+      # a view of a buffer: written through, in place (one kernel over the view); a padded view (a step that does not
+      # divide the size) rewrites the whole buffer below
+      if type(x.lazydata) is LazyBuffer and x.lazydata.base.op in HOLDS_BUFFER and all(v.mask is None for v in x.lazydata.st.views):
+        x.assign(v).realize()
+        return
       vfull = unview(v.contiguous() if v.lazydata.st.contiguous is False else v)
       mask = unview(self.ones(x.shape, dtype=dtypes.bool, device=self.device), True)
     else:

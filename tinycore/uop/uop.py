@@ -5,7 +5,7 @@ size. It knows no rewrite rules: pattern matching is in rewrite.py, and simplifi
 (`simplify`, `ssimplify`, `smax`, `resolve`) are in symbolic.py, above both."""
 from __future__ import annotations
 import math, weakref
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 from tinycore.dtype import DType, dtypes
 from tinycore.ops import Ops, GroupOp, python_alu
 
@@ -154,13 +154,37 @@ class UOp(metaclass=UOpMetaClass):
 
 # a bound Variable is a plain python object carried next to the graph, not a node of it
 class BoundVariable:
-  """A Variable together with the value it takes for one run (`Variable("bs", 1, 64).bind(16)`)."""
-  __slots__ = ("var", "val")
-  def __init__(self, var: UOp, val: int): self.var, self.val = var, val
-  def __repr__(self) -> str: return f"{self.var.expr}={self.val}"
-  def unbind(self) -> tuple[UOp, int]: return self.var, self.val
-  def __eq__(self, o: object) -> bool: return isinstance(o, BoundVariable) and o.var is self.var and o.val == self.val
-  def __hash__(self) -> int: return hash((self.var, self.val))
+  """A Variable together with the value it takes for one run (`Variable("bs", 1, 64).bind(16)`), or an integer
+  expression of bound Variables (`pos + 1`, `pos * 2`, `pos < n`: tinygrad 0.14's bound Variables compose so, and a
+  KV cache slices `cache[:, pos:pos+1]`). `var` is the symbolic value (the Variable, or the expression of them), `vals`
+  the values of its Variables, `val` its value for them."""
+  __slots__ = ("var", "vals")
+  def __init__(self, var: UOp, val: int | dict[UOp, int]): self.var, self.vals = var, val if isinstance(val, dict) else {var: val}
+  @property
+  def val(self) -> int: return sym_infer(self.var, self.vals)
+  def __repr__(self) -> str: return f"{self.var.render()}={self.val}"
+  def unbind(self) -> tuple[UOp, int]:
+    if self.var.op is not Ops.DEFINE_VAR: raise ValueError(f"{self.var.render()} is an expression, not a Variable: it has no single binding")
+    return self.var, self.val
+  def __eq__(self, o: object) -> bool: return isinstance(o, BoundVariable) and o.var is self.var and o.vals == self.vals
+  def __hash__(self) -> int: return hash((self.var, tuple(self.vals.items())))
+  def _op(self, fn: Callable[[UOp, Any], UOp], x: Any) -> BoundVariable:
+    if isinstance(x, BoundVariable): return BoundVariable(fn(self.var, x.var), {**self.vals, **x.vals})
+    if not isinstance(x, (int, UOp)) or isinstance(x, bool): return NotImplemented
+    return BoundVariable(fn(self.var, x), self.vals)
+  def __add__(self, x: Any) -> BoundVariable: return self._op(UOp.__add__, x)
+  def __radd__(self, x: Any) -> BoundVariable: return self._op(UOp.__radd__, x)
+  def __sub__(self, x: Any) -> BoundVariable: return self._op(UOp.__sub__, x)
+  def __rsub__(self, x: Any) -> BoundVariable: return self._op(UOp.__rsub__, x)
+  def __mul__(self, x: Any) -> BoundVariable: return self._op(UOp.__mul__, x)
+  def __rmul__(self, x: Any) -> BoundVariable: return self._op(UOp.__rmul__, x)
+  def __floordiv__(self, x: Any) -> BoundVariable: return self._op(UOp.__floordiv__, x)
+  def __mod__(self, x: Any) -> BoundVariable: return self._op(UOp.__mod__, x)
+  def __neg__(self) -> BoundVariable: return BoundVariable(-self.var, self.vals)
+  def __lt__(self, x: Any) -> BoundVariable: return self._op(UOp.__lt__, x)
+  def __gt__(self, x: Any) -> BoundVariable: return self._op(lambda a, b: UOp._b(a, b).alu(Ops.CMPLT, a), x)
+  def __le__(self, x: Any) -> BoundVariable: return self._op(lambda a, b: UOp._b(a, b).alu(Ops.CMPLT, a).logical_not(), x)
+  def __ge__(self, x: Any) -> BoundVariable: return self._op(lambda a, b: a.alu(Ops.CMPLT, UOp._b(a, b)).logical_not(), x)
 
 def Variable(name: str, min_val: int, max_val: int, dtype: DType | None = None, multiple_of: int = 1, param: bool = False) -> UOp:
   """A symbolic integer for shapes that vary between runs, bounded by [min_val, max_val]; dtype an int dtype (default
