@@ -58,14 +58,10 @@ class AutogradMixin:
     if not fxn.differentiable or cls.no_grad or lb.dtype not in _FLOATS:
       ret._rg = None
       return ret
-    # (a list made into a tuple, and a loop for the flag: generator expressions cost ~1 us each, on every op)
-    needs = tuple([t._rg is not False and t.lazydata.dtype in _FLOATS for t in x])
+    needs = tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)
     if True in needs:
-      ctx.parents, ctx.needs_input_grad, ret._ctx, ret._rg = x, needs, ctx, None
-      for t in x:
-        if t._rg:
-          ret._rg = True
-          break
+      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
+      ret._rg = True if any(t._rg for t in x) else None
     else: ret._rg = False  # computed from detached tensors only: detached too
     return ret
   @classmethod
