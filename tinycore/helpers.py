@@ -70,7 +70,10 @@ def argfix(*x: Any) -> tuple:
     return tuple(x[0])
   return x
 def argsort(x: Sequence[Any]) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
-def all_int(t: Sequence[Any]) -> bool: return all(isinstance(s, int) for s in t)
+def all_int(t: Sequence[Any]) -> bool:
+  for s in t:  # (a loop, not all() over a generator: asked of shapes dozens of times per op, ~3x cheaper)
+    if not isinstance(s, int): return False
+  return True
 def all_same(items: Sequence[Any]) -> bool: return all(x == items[0] for x in items)
 def round_up(num: int, amt: int) -> int: return (num + amt - 1) // amt * amt
 def ceildiv(num: int, amt: int) -> int: return -(-num // amt)

@@ -21,8 +21,11 @@ def merge_var_vals(*ds: dict[UOp, int]) -> dict[UOp, int]:
   return out
 
 def _srcs_vals(lbs: tuple[LazyBuffer, ...]) -> dict[UOp, int]:
+  for lb in lbs:  # (no symbolic source, the common case: a loop that finds none, not a list built to be empty)
+    if lb.var_vals: break
+  else: return {}
   ds = [lb.var_vals for lb in lbs if lb.var_vals]
-  return {} if not ds else ds[0] if len(ds) == 1 else merge_var_vals(*ds)
+  return ds[0] if len(ds) == 1 else merge_var_vals(*ds)
 
 def _add_reader(buf: Buffer, ref: weakref.ref) -> None:
   if buf.readers is None: buf.readers = []
@@ -85,9 +88,8 @@ class LazyBuffer:
 
   def __init__(self, device: str, st: ShapeTracker, dtype: DType, op: Ops | None = None, arg: Any = None,
                srcs: tuple[LazyBuffer, ...] = (), base: LazyBuffer | None = None, var_vals: dict[UOp, int] | None = None):
-    self.device, self.st, self.dtype, self.shape = device, st, dtype, st.shape
-    self.size = st.size
-    self._base = base
+    v = st.views[-1]  # (the tracker's shape and size, without its two property calls: every op makes a LazyBuffer)
+    self.device, self.st, self.dtype, self.shape, self.size, self._base = device, st, dtype, v.shape, v.size, base
     if var_vals:
       # only the values this tracker uses: a stale binding must not travel on with data that no longer depends on it
       need = st.vars() | (arg.vars() if isinstance(arg, (UOp, ShapeTracker)) else set())

@@ -29,10 +29,15 @@ def _like(x: float | Tensor, t: Tensor) -> Tensor:
   lazy graph directly. An update is built under no_grad from tensors of one shape: this replaces the Tensor-level
   broadcast of every scalar operand (a constant, a reshape and an expand through Function.apply, most of the Python
   of an eager optimizer step before). The arithmetic is the same."""
+  return Tensor(_like_lb(x, t), requires_grad=False)
+def _like_lb(x: float | Tensor, t: Tensor) -> LazyBuffer:
+  """_like's LazyBuffer."""
   lb = t.lazydata
-  if isinstance(x, Tensor) and x.device != t.device: x = x.to(t.device)  # optimizer state moved to another device (offloaded)
-  if isinstance(x, Tensor): return Tensor(x.lazydata.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape), requires_grad=False)
-  return Tensor(lb.const(x), requires_grad=False)
+  if isinstance(x, Tensor) and x.device != lb.device: x = x.to(lb.device)  # optimizer state moved to another device (offloaded)
+  if isinstance(x, Tensor): return x.lazydata.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape)
+  return lb.const(x)
+
+_KEPT_OPS = frozenset((Ops.CONST, Ops.BUFFER))  # a kept constant still unrealized, or lifted into a buffer
 
 def _is_param(t: Tensor) -> bool: return t.is_param and t.requires_grad is not False and dtypes.is_float(t.dtype)
 
@@ -83,11 +88,15 @@ class Optimizer:
     """_like(x, t) for a hyperparameter (a python number, or `self.lr`), kept from step to step: its lazy nodes never
     change, and a lifted constant's one-element buffer is then allocated and written once, not on every step. The
     learning rate's is made again when `lr` was assigned (its lazy node is then another one)."""
-    src = x.lazydata if isinstance(x, Tensor) else x
-    key = (id(x) if isinstance(x, Tensor) else x, t.lazydata.dtype, t.lazydata.shape, t.device)
-    if (hit := self._kept.get(key)) is None or hit[0] is not src or hit[1].base.op not in (Ops.CONST, Ops.BUFFER):
-      self._kept[key] = hit = (src, _like(x, t).lazydata)
-    return Tensor(hit[1], requires_grad=False)
+    return Tensor(self._const_lb(x, t), requires_grad=False)
+  def _const_lb(self, x: float | Tensor, t: Tensor) -> LazyBuffer:
+    """_const's LazyBuffer (what an update built on the lazy graph directly uses, without a Tensor around it)."""
+    lb = t.lazydata
+    if isinstance(x, Tensor): src, key = x.lazydata, (id(x), lb.dtype, lb.shape, lb.device)
+    else: src, key = x, (x, lb.dtype, lb.shape, lb.device)
+    if (hit := self._kept.get(key)) is None or hit[0] is not src or hit[1].base.op not in _KEPT_OPS:
+      self._kept[key] = hit = (src, _like_lb(x, t))
+    return hit[1]
 
   def _state_for(self, params: list[Tensor], store: list[Tensor]) -> list[Tensor]:
     idx = {id(p): i for i, p in enumerate(self.params)}
@@ -188,11 +197,11 @@ class LAMB(Optimizer):
     eps)` op for op, without their Python per op (Function.apply, broadcasting: most of an eager step's optimizer time).
     The scheduler makes the three assigns of a parameter one kernel."""
     if not m.dtype == v.dtype == g.dtype: raise DTypeError(f"optimizer state of {m.dtype} with gradients of {g.dtype}: set OPTIM_DTYPE=float32")
-    def k(x: float) -> LazyBuffer: return self._const(x, m).lazydata
+    def k(x: float) -> LazyBuffer: return self._const_lb(x, m)
     gl, MUL, ADD = g.lazydata, Ops.MUL, Ops.ADD
     m.assign(Tensor(k(self.b1).alu(MUL, m.lazydata).alu(ADD, k(1.0 - self.b1).alu(MUL, gl)), requires_grad=False))
     v.assign(Tensor(k(self.b2).alu(MUL, v.lazydata).alu(ADD, k(1.0 - self.b2).alu(MUL, gl.alu(MUL, gl))), requires_grad=False))
-    m_hat, v_hat = m.lazydata.alu(MUL, _like(c1, m).lazydata), v.lazydata.alu(MUL, _like(c2, v).lazydata)
+    m_hat, v_hat = m.lazydata.alu(MUL, _like_lb(c1, m)), v.lazydata.alu(MUL, _like_lb(c2, v))
     up = m_hat.alu(MUL, v_hat.alu(Ops.SQRT).alu(ADD, k(self.eps)).alu(Ops.RECIP))
     return up.alu(ADD, k(self.wd).alu(MUL, t.lazydata.cast(dtypes.float32))) if self.wd else up
 
