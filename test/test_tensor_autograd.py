@@ -51,7 +51,10 @@ def test_requires_grad_semantics(dev):
   np.testing.assert_allclose(b.grad.numpy(), [3.0])
   # a float tensor is differentiable by default: a * c is recorded; c * c is not (nothing in it is differentiable)
   assert (a * c).requires_grad is None and (a * c)._ctx is not None
-  assert (c * c).requires_grad is False and (c * c)._ctx is None
+  assert (c * c).requires_grad is False and (c * c)._ctx is None  # no link: nothing differentiable behind it
+  (a * c * c).sum().backward()
+  assert c.grad is None
+  np.testing.assert_allclose(a.grad.numpy(), [9.0])
   d = Tensor([1.0], device=dev).requires_grad_()
   assert d.requires_grad is True and d.requires_grad_(False).requires_grad is False
 

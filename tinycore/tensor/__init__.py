@@ -281,7 +281,7 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     lb = self.lazydata
     # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
     # computation, or a constant, just takes x's value
-    through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.op is not Ops.CONST
+    through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.base.op is not Ops.CONST  # (base: a sharded tensor's first shard)
     if through and self._rg is True:  # a parameter (PyTorch mode) takes new data and stays a leaf, as under no_grad
       with Tensor.test(): self.lazydata = F.Assign.apply(x, old, target=lb).lazydata
       return self

@@ -10,6 +10,12 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 _FLOATS = frozenset(dtypes.floats)
 
+
+def _link_of(x: tuple[Tensor, ...]) -> F.Link | None:
+  """A Link to x, or None where no input leads anywhere: leaves marked requires_grad=False get no .grad, and holding
+  them (and the chain of results built on them) would keep every intermediate buffer alive."""
+  return F.Link(*x) if any(t._rg is not False or t._ctx is not None for t in x) else None
+
 class AutogradMixin:
   __slots__ = ()
 
@@ -58,11 +64,11 @@ class AutogradMixin:
     ret.lazydata = lb = ctx.forward(*[t.lazydata for t in x], **kwargs)
     ret.grad, ret.is_param, ret._ctx = None, True, None
     if cls.no_grad: ret._rg = None
-    elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, F.Link(*x)
+    elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, _link_of(x)
     elif True in (needs := tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)):
       ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
       ret._rg = True if any(t._rg for t in x) else None
-    else: ret._rg, ret._ctx = False, F.Link(*x)  # computed from detached tensors only: detached too
+    else: ret._rg, ret._ctx = False, _link_of(x)  # computed from detached tensors only: detached too
     return ret
   def _link(self, *sources: Tensor) -> Tensor:
     """self recorded as computed from sources without a gradient (F.Link): what detach and const_like return."""
