@@ -83,6 +83,16 @@ def test_assign_to_a_view_reading_the_buffer_elsewhere():
   c[1:].assign(c[:-1]).realize()
   np.testing.assert_array_equal(c.numpy(), want)
 
+def test_assign_of_the_buffer_itself_at_other_elements():
+  """The value is the written buffer itself read elsewhere (c.assign(c.flip(0)), c[:, ::-1].assign(c)): a copy first,
+  as numpy; writing in place read overwritten values (seen with NOOPT=1, where no vector load hid it)."""
+  data = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+  for write, want in ((lambda c: c.assign(c.flip(0)), data[::-1]), (lambda c: c[:, ::-1].assign(c), data[:, ::-1]),
+                      (lambda c: c.T[1:].assign(c.T[:-1]), np.concatenate([data[:, :1], data[:, :-1]], 1))):
+    c = Tensor(data).contiguous().realize()
+    write(c).realize()
+    np.testing.assert_array_equal(c.numpy(), want)
+
 def test_assigns_to_two_views_of_one_buffer_in_a_row():
   """Two pending writes into one buffer are made in order (the second keeps what the first wrote elsewhere)."""
   c = Tensor.zeros(4, 4).contiguous().realize()

@@ -279,6 +279,9 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     for t in x._deepwalk():
       if any(p is self for p in t._ctx.parents): t._ctx.parents = tuple(old if p is self else p for p in t._ctx.parents)  # type: ignore[union-attr]
     lb = self.lazydata
+    # x a view of the very buffer written, at other elements (c[1:].assign(c[:-1])): a copy first, as numpy, or a
+    # kernel writing in place would read values it has already overwritten
+    if x.lazydata.base is lb.base and x.lazydata.st != lb.st: x = F.Clone.apply(x)
     # a view of a buffer other tensors may hold writes through into that buffer (as tinygrad); a view of a lazy
     # computation, or a constant, just takes x's value
     through = lb.base.op in HOLDS_BUFFER if lb._base is not None else lb.base.op is not Ops.CONST  # (base: a sharded tensor's first shard)
