@@ -7,8 +7,8 @@ The directory holds train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-image
 each raw or gzipped. Without them it says so and exits with status 2.
 
 By default the batch is drawn on the host and passed to the jitted step as an input (the captured kernels read the new
-batch's buffer): gathering 128 rows of 60000 on the device is a one-hot reduce over all of them, fine on a GPU, slow on
-a CPU. DEVICE_SAMPLING=1 samples with Tensor.randint inside the step, exactly as the seed does.
+batch's buffer). DEVICE_SAMPLING=1 samples with Tensor.randint inside the step, exactly as the seed does (the gather
+of 128 rows of 60000 is an indexed load: O(batch) work).
 STEPS=, BS=, LR=, TARGET= (percent; exit 1 below it), EVAL_SIZE= (test images used, default all) change the defaults."""
 from __future__ import annotations
 import os, sys
