@@ -120,3 +120,34 @@ def test_early_realized_values_with_a_cached_schedule(device):
     w.assign(a * 2 + w).realize()
     np.testing.assert_allclose(later.numpy(), (np.exp(wn * 3) + 1).sum(), rtol=1e-5)
     np.testing.assert_allclose(w.numpy(), np.exp(wn * 3) * 2 + wn, rtol=1e-5)
+
+# a schedule the cache gives again reuses its runners and its plan of frees (by position); whether a buffer may be freed
+# is still decided on each run by who holds it then
+def test_cached_schedule_frees_only_what_no_one_holds_now():
+  a = (RNG.standard_normal((32, 32)) / 32).astype(np.float32)
+  ta = Tensor(a, requires_grad=False).realize()
+  ref_h = np.maximum(a.astype(np.float64) @ a, 0)
+  def build(keep: bool):
+    h = (ta @ ta).relu()  # realized as the next matmul's input, then free unless something outside reads it
+    return (h @ ta).sum(), (h + 1 if keep else None)
+  for keep in (False, True, False, True, True, False):
+    out, later = build(keep)
+    out.realize()
+    _ = Tensor.ones(32, 32).contiguous().realize()  # a buffer of h's size: reuses h's memory if it was freed
+    np.testing.assert_allclose(out.numpy(), (ref_h @ a).sum(), rtol=1e-4)
+    if later is not None: np.testing.assert_allclose(later.numpy(), ref_h + 1, rtol=1e-5, atol=1e-6)
+
+def test_cached_schedule_runners_follow_the_opt_mode(monkeypatch):
+  from tinycore import Context
+  used, inner = [], realize.exec_runner
+  def spy(runner, *a, **k):
+    used.append(runner)
+    return inner(runner, *a, **k)
+  monkeypatch.setattr(realize, "exec_runner", spy)
+  x = Tensor(XN).realize()
+  for noopt in (0, 1, 0, 1):
+    with Context(NOOPT=noopt):
+      used.clear()
+      np.testing.assert_allclose(((x @ x).relu() @ x).numpy(), np.maximum(XN.astype(np.float64) @ XN, 0) @ XN, rtol=1e-4, atol=1e-5)
+      mine = {id(r) for k, r in realize.method_cache.items() if k[3] == noopt}
+      assert len(used) > 1 and all(id(r) in mine for r in used), "a kernel ran with a runner of the other opt mode"

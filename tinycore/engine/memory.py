@@ -37,36 +37,59 @@ class ScheduleFrees:
   """For one schedule: the buffers that this realize allocates and whose first use writes them, by the index of the
   last item that uses them. After that item runs, `free_after(k)` deallocates each one unless a lazy buffer that owns
   it is still referenced outside the schedule's items (the caller marks every item that ran realized at once, so the
-  graph of the items that ran holds nothing any more)."""
-  def __init__(self, schedule: Sequence[Any]):
-    # (one pass over the items: this runs for every realize of more than one kernel)
-    uses: dict[int, int] = {}  # id(lazy buffer) -> its references from the items' outputs and inputs
-    last: dict[int, int] = {}  # id(buffer) -> the last item that uses it
-    owners: dict[int, tuple[Buffer, list[Any]]] = {}  # id(buffer) -> (it, the lazy buffers that own it), if new here
-    viewed: set[int] = set()
-    for k, si in enumerate(schedule):
-      for lb in si.outputs:
-        uses[id(lb)] = uses.get(id(lb), 0) + 1
-        if lb._base is not None: continue
-        b = lb.buffer
-        if (o := owners.get(id(b))) is not None:
-          if not any(x is lb for x in o[1]): o[1].append(lb)
-        elif id(b) not in last and "_buf" not in b.__dict__ and b._base is None and b.options is None: owners[id(b)] = (b, [lb])
-      for lb in si.inputs:
-        uses[id(lb)] = uses.get(id(lb), 0) + 1
-        if lb._base is None and (o := owners.get(id(lb.buffer))) is not None and not any(x is lb for x in o[1]): o[1].append(lb)
-      for b in si.bufs:
-        last[id(b)] = k
-        if b._base is not None: viewed.add(id(b._base))
-    self.uses = uses
+  graph of the items that ran holds nothing any more).
+
+  Which buffer that is and which lazy buffers own it depends on the items' structure only: `plan` (free_plan's, kept
+  for every schedule of one structure) names them by position; what depends on the buffers themselves (whether one is
+  allocated already, a view, has views or allocation options) is checked on each schedule."""
+  def __init__(self, schedule: Sequence[Any], plan: dict[int, list[tuple[tuple[int, int], tuple[tuple[int, int, int], ...]]]] | None = None):
+    if plan is None: plan = free_plan(schedule)
+    viewed = {id(b._base) for si in schedule for b in si.bufs if b._base is not None}
+    self.uses: dict[int, int] = {}  # id(lazy buffer) -> its references from the items' outputs and inputs
     self.at: dict[int, list[tuple[Buffer, tuple[Any, ...]]]] = {}
-    for i, (b, lbs) in owners.items():
-      if i not in viewed: self.at.setdefault(last[i], []).append((b, tuple(lbs)))
+    for k, frees in plan.items():
+      at = []
+      for (i, j), owners in frees:
+        b = schedule[i].bufs[j]
+        if "_buf" in b.__dict__ or b._base is not None or b.options is not None or id(b) in viewed: continue
+        lbs = []
+        for i2, side, j2, n in owners:
+          lbs.append(lb := (schedule[i2].outputs if side == 0 else schedule[i2].inputs)[j2])
+          self.uses[id(lb)] = n
+        at.append((b, tuple(lbs)))
+      if at: self.at[k] = at
 
   def free_after(self, k: int) -> None:
     """Deallocate the buffers last used by item k that no one outside the schedule holds."""
     for b, owners in self.at.pop(k, ()):
       if all(sys.getrefcount(lb) - self.uses[id(lb)] <= _HELD_ONCE for lb in owners): b.deallocate()
+
+def free_plan(schedule: Sequence[Any]) -> dict[int, list[tuple[tuple[int, int], tuple[tuple[int, int, int, int], ...]]]]:
+  """ScheduleFrees's plan by position: after item k, the buffers (item, slot in its bufs) that an item's output
+  writes first (read by no item before), with the lazy buffers that own each (item, 0 for its outputs or 1 for its
+  inputs, slot, and how many times the items refer to that lazy buffer); what depends on the buffers themselves is
+  left to ScheduleFrees."""
+  # (one pass over the items)
+  uses: dict[int, int] = {}  # id(lazy buffer) -> its references from the items' outputs and inputs
+  last: dict[int, int] = {}  # id(buffer) -> the last item that uses it
+  slot: dict[int, tuple[int, int]] = {}  # id(buffer) -> its first (item, slot in bufs)
+  where: dict[int, tuple[int, int, int]] = {}  # id(lazy buffer) -> its first (item, side, slot)
+  owners: dict[int, list[Any]] = {}  # id(buffer) -> the lazy buffers that own it, if first written here
+  for k, si in enumerate(schedule):
+    for j, b in enumerate(si.bufs): slot.setdefault(id(b), (k, j))
+    for side, lbs in ((0, si.outputs), (1, si.inputs)):
+      for j, lb in enumerate(lbs):
+        uses[id(lb)] = uses.get(id(lb), 0) + 1
+        where.setdefault(id(lb), (k, side, j))
+        if lb._base is not None: continue
+        if (o := owners.get(id(b := lb.buffer))) is not None:
+          if not any(x is lb for x in o): o.append(lb)
+        elif side == 0 and id(b) not in last: owners[id(b)] = [lb]
+    for b in si.bufs: last[id(b)] = k
+  plan: dict[int, list[tuple[tuple[int, int], tuple[tuple[int, int, int, int], ...]]]] = {}
+  for i, lbs in owners.items():
+    if i in slot: plan.setdefault(last[i], []).append((slot[i], tuple((*where[id(lb)], uses[id(lb)]) for lb in lbs)))
+  return plan
 
 # *** TinyJit: the capture's private buffers packed into arenas ***
 
@@ -156,4 +179,4 @@ def free_caches(devices: set[str]) -> None:
   for dev in devices:
     if hasattr(alloc := Device[dev].allocator, "free_cache"): alloc.free_cache()
 
-__all__ = ["MEMPLAN", "ScheduleFrees", "Plan", "private_buffers", "plan_capture", "free_caches"]
+__all__ = ["MEMPLAN", "ScheduleFrees", "free_plan", "Plan", "private_buffers", "plan_capture", "free_caches"]

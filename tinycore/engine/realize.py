@@ -14,10 +14,10 @@ from tinycore import profile
 from tinycore.viz import record as vizrecord
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
-from tinycore.engine.schedule import ScheduleItem, mark_realized
+from tinycore.engine.schedule import Schedule, ScheduleItem, mark_realized
 from tinycore.engine.queues import run_on_queues
 from tinycore.engine import programpool
-from tinycore.engine.memory import MEMPLAN, ScheduleFrees
+from tinycore.engine.memory import MEMPLAN, ScheduleFrees, free_plan
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
 class Runner:
@@ -196,24 +196,35 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
   var_vals = var_vals or {}
   if VIZ.value: vizrecord.schedule(schedule)
   if capture is None and capturing: capture = capturing[-1]
-  if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
   beam, noopt = BEAM.value, NOOPT.value
+  # a schedule the cache gave again keeps its runners and its plan of frees by position (see schedule.Schedule)
+  memo = schedule.memo if type(schedule) is Schedule and len(schedule) > 1 else None
+  if (runners := memo.get((beam, noopt)) if memo is not None else None) is None:
+    if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
+    if memo is not None and DEBUG.value < 3: memo[(beam, noopt)] = runners = [(si.ast, lower_item(si)) for si in schedule]
   # a schedule over several devices runs each device's items on that device's queue, side by side (engine/queues.py)
   jobs: list | None = [] if len(schedule) > 1 and len({si.bufs[0].device for si in schedule}) > 1 else None
-  frees = ScheduleFrees(schedule) if jobs is None and len(schedule) > 1 and MEMPLAN.value else None
+  frees = None
+  if jobs is None and len(schedule) > 1 and MEMPLAN.value:
+    if memo is None: frees = ScheduleFrees(schedule)
+    else:
+      if (plan := memo.get("frees")) is None: plan = memo["frees"] = free_plan(schedule)
+      frees = ScheduleFrees(schedule, plan)
   for k, si in enumerate(schedule):
     bufs = list(si.bufs)
     for b in bufs:
       if not hasattr(b, "_buf"): b.allocate()
-    # the in-memory runner cache first (what get_runner does, without a call per kernel)
-    runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is SINK else None
-    if runner is None: runner = lower_item(si)
+    if runners is not None and runners[k][0] is si.ast: runner = runners[k][1]
+    else:
+      # the in-memory runner cache first (what get_runner does, without a call per kernel)
+      runner = method_cache.get((bufs[0].device, si.ast, beam, noopt)) if si.ast.op is SINK else None
+      if runner is None: runner = lower_item(si)
     if runner is not None:
       if jobs is None: exec_runner(runner, bufs, var_vals)
       else: jobs.append((runner.device, bufs, functools.partial(exec_runner, runner, bufs, var_vals)))
       if capture is not None: capture.record(runner, bufs, tuple(range(max(1, len(si.outputs)))))
     if frees is not None:
-      mark_realized([si])  # (its graph goes: the buffers it read are held by what still reads them only)
+      mark_realized((si,))  # (its graph goes: the buffers it read are held by what still reads them only)
       frees.free_after(k)
   if jobs: run_on_queues(jobs)
   if frees is None: mark_realized(schedule)

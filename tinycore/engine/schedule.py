@@ -297,7 +297,22 @@ def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
 # reading realized buffers in the same pattern) gets the same kernels; only the buffers differ. This keeps the cost of
 # a repeated small operation (a training step's Python, a tiny op in a loop) to one walk over the graph. ***
 
-_sched_cache: dict[tuple, list[tuple[UOp, tuple, tuple, tuple]]] = {}
+class _Entry(list):
+  """A schedule cache entry: per item (AST, buffers, outputs, inputs), each a graph position (0, i) or a leaf (1, j),
+  and `memo`, what running the schedule works out once for every graph of this structure (see Schedule)."""
+  def __init__(self, items: list[tuple[UOp, tuple, tuple, tuple]]):
+    super().__init__(items)
+    self.memo: dict[Any, Any] = {}
+
+class Schedule(list):
+  """The items of a schedule that the cache can give again, and its `memo`: a dict shared by every schedule of this
+  structure, where the code that runs it keeps what depends on the items' positions only (their runners, which buffer
+  is free after which item), worked out on the first run and reused by the next."""
+  def __init__(self, items: list[ScheduleItem], memo: dict[Any, Any]):
+    super().__init__(items)
+    self.memo = memo
+
+_sched_cache: dict[tuple, _Entry | _OwnValues] = {}
 
 def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool, bool]:
   """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads, the
@@ -311,19 +326,21 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   bound: list[dict[UOp, int]] = []
   consts = assigns = False
   for b in graph:
-    srcs = []
     if b.var_vals: bound.append(b.var_vals)
+    # each source by its position (or leaf number) and its view, side by side in one flat tuple (fewer tuples to make,
+    # hash and compare). A base's own view is its whole shape, which the description holds: left out (None). A view by
+    # its tracker's views: Views are made through a cache, so equal keys mostly compare by identity
+    srcs: list = []
     for s in b.srcs:
-      sb = s._base or s
       if s.var_vals: bound.append(s.var_vals)
-      # (a tracker by its views: Views are made through a cache, so equal keys mostly compare by identity, and hashing
-      # skips a level of dataclass __hash__ calls)
-      srcs.append((pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), s.st.views))
-    # a base's own view is always its whole shape; a lifted constant's value is not part of the structure (it is an input)
+      if (sb := s._base) is None: sb, views = s, None
+      else: views = s.st.views
+      srcs += (pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), views)
+    # a lifted constant's value is not part of the structure (it is an input)
     if (op := b.op) is CONST: consts = True
     elif op is ASSIGN: assigns = True
     arg = None if op is CONST and b not in out_bases and _lifted(b) else b.arg
-    desc.append((b.op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
+    desc.append((op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
   # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
   first: dict[int, int] = {}
@@ -356,7 +373,7 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[li
     lbs = (graph, leaves)
     sched = [ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]), tuple([lbs[r][j] for r, j in i]))
              for ast, bufs, o, i in cached]
-    return _fill_consts(sched) if consts else sched, var_vals
+    return Schedule(_fill_consts(sched) if consts else sched, cached.memo), var_vals
   try: sched = _fill_consts(_create_schedule(outs))
   except _AssignCycle as c:
     if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
@@ -368,12 +385,12 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[li
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
   for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = (0, i)
   try:
-    entry = [(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
-             for si in sched]
+    entry = _Entry([(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
+                    for si in sched])
   except KeyError: return sched, var_vals  # a buffer from outside the graph: not cacheable
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
-  return sched, var_vals
+  return Schedule(sched, entry.memo), var_vals
 
 def _own_value(a: LazyBuffer) -> bool:
   """Give assign `a` a kernel of its own that computes its value into a new buffer; `a` becomes a copy of that buffer.
@@ -410,9 +427,15 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
     seen.add(r)
     if r not in inside:  # (only a direct reader of an overwritten buffer gets here)
       if not any(x in after for x in _graph([r])): early[r] = None
-    elif r not in kept and not r.forced_realize:
-      readers = pending_readers(r.buffer)
-      if any(x not in inside for x in readers): early[r] = None  # r's value must outlive this schedule as a buffer
+    elif r not in kept and not r.forced_realize and r.buffer.readers:
+      # (pending_readers, without the lists it makes: this runs for most of a training step's forward and backward)
+      readers = []
+      for ref in r.buffer.readers:
+        if (x := ref()) is None or x.op is BUFFER: continue
+        if x not in inside:
+          early[r] = None  # r's value must outlive this schedule as a buffer
+          break
+        readers.append(x)
       else: todo += readers
   return [r for r in early if r.op is not BUFFER]
 
@@ -511,4 +534,4 @@ def mark_realized(items: list[ScheduleItem]) -> None:
     for lb in it.outputs:
       lb.op, lb.srcs, lb.arg = BUFFER, (), None
 
-__all__: list[Any] = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "mark_realized"]
+__all__: list[Any] = ["ScheduleItem", "Schedule", "create_schedule", "create_schedule_with_vars", "mark_realized"]
