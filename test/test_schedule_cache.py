@@ -99,6 +99,9 @@ PAIRS = {  # name: [(tinycore, numpy), ...] of the same graph structure but for 
                              (lambda x, y, i: (x * float("-inf")).maximum(0), lambda x, y, i: np.maximum(x * -np.inf, 0))],
   "one buffer or two": [(lambda x, y, i: x * y + y, lambda x, y, i: x * y + y), (lambda x, y, i: x * y + x, lambda x, y, i: x * y + x),
                         (lambda x, y, i: x * x + x, lambda x, y, i: x * x + x)],
+  "an op's result or a view of it": [(lambda x, y, i: (x + 1) * y, lambda x, y, i: (x + 1) * y),
+                                     (lambda x, y, i: (x + 1).T * y, lambda x, y, i: (x + 1).T * y),
+                                     (lambda x, y, i: (x + 1).flip(0) * y, lambda x, y, i: (x + 1)[::-1] * y)],
   "reduce axis": [(lambda x, y, i: (x * y).sum(0), lambda x, y, i: (x * y).sum(0)), (lambda x, y, i: (x * y).sum(1), lambda x, y, i: (x * y).sum(1))],
 }
 

@@ -31,9 +31,9 @@ space onto its buffer. Fusion rules:
 A float32 constant (other than 0 and +-1, which the simplifier folds) is a kernel input: a one-element buffer holding
 its value, so `x * 0.37` and `x * 0.42` share one compiled kernel (and one cached schedule)."""
 from __future__ import annotations
-import math, struct
+import math, operator, struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from tinycore.device import Buffer
 from tinycore.dtype import dtypes
 from tinycore.helpers import DEBUG, GRAPH, ContextVar, prod
@@ -182,8 +182,11 @@ def _fill_consts(sched: list[ScheduleItem]) -> list[ScheduleItem]:
   run time: a compile-only schedule allocates nothing)."""
   for si in sched:
     for x in si.inputs:
-      if x.op is CONST and x.buffer.fill is None: x.buffer.fill = struct.pack("<f", x.arg)
+      if x.op is CONST: _fill_const(x)
   return sched
+
+def _fill_const(x: LazyBuffer) -> None:
+  if x.buffer.fill is None: x.buffer.fill = struct.pack("<f", x.arg)
 
 def _reduce_below(lb: LazyBuffer, realizes: set[LazyBuffer], seen: set[LazyBuffer], root: LazyBuffer) -> LazyBuffer | None:
   """The reduce a kernel rooted at `root` would contain, following unrealized elementwise sources from lb."""
@@ -297,11 +300,18 @@ def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
 # reading realized buffers in the same pattern) gets the same kernels; only the buffers differ. This keeps the cost of
 # a repeated small operation (a training step's Python, a tiny op in a loop) to one walk over the graph. ***
 
+def _pick(idx: tuple[int, ...]) -> Callable[[tuple], tuple]:
+  """A function taking these positions of a tuple, as a tuple (operator.itemgetter: one C call)."""
+  return operator.itemgetter(*idx) if len(idx) > 1 else operator.itemgetter(slice(idx[0], idx[0] + 1) if idx else slice(0, 0))
+
 class _Entry(list):
-  """A schedule cache entry: per item (AST, buffers, outputs, inputs), each a graph position (0, i) or a leaf (1, j),
-  and `memo`, what running the schedule works out once for every graph of this structure (see Schedule)."""
-  def __init__(self, items: list[tuple[UOp, tuple, tuple, tuple]]):
-    super().__init__(items)
+  """A schedule cache entry: per item its AST and the positions of its buffers, outputs and inputs among the graph's
+  bases followed by its leaves (as functions that take them from a tuple of those), the positions of the lifted
+  constants it reads, and `memo`, what running the schedule works out once for every graph of this structure (see
+  Schedule)."""
+  def __init__(self, items: list[tuple[UOp, tuple[int, ...], tuple[int, ...], tuple[int, ...]]], consts: tuple[int, ...]):
+    super().__init__((ast, _pick(b), _pick(o), _pick(i)) for ast, b, o, i in items)
+    self.consts = consts
     self.memo: dict[Any, Any] = {}
 
 class Schedule(list):
@@ -314,31 +324,37 @@ class Schedule(list):
 
 _sched_cache: dict[tuple, _Entry | _OwnValues] = {}
 
-def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool, bool]:
+def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool]:
   """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads, the
   values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them) and
-  whether the graph has constants and assigns (what the steps after it may skip)."""
+  whether the graph has assigns (what the steps after it may skip)."""
   graph = _graph(outs)
-  pos = {b: i for i, b in enumerate(graph)}
+  pos = dict(zip(graph, range(len(graph))))
   out_bases = {o._base or o for o in outs}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
-  consts = assigns = False
+  assigns = False
   for b in graph:
     if b.var_vals: bound.append(b.var_vals)
     # each source by its position (or leaf number) and its view, side by side in one flat tuple (fewer tuples to make,
-    # hash and compare). A base's own view is its whole shape, which the description holds: left out (None). A view by
-    # its tracker's views: Views are made through a cache, so equal keys mostly compare by identity
+    # hash and compare). A base's own view is its whole shape, which the description holds: left out (None); a base of
+    # the graph brings its Variables itself. A view by its tracker's views: Views are made through a cache, so equal
+    # keys mostly compare by identity
     srcs: list = []
     for s in b.srcs:
-      if s.var_vals: bound.append(s.var_vals)
-      if (sb := s._base) is None: sb, views = s, None
-      else: views = s.st.views
-      srcs += (pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)), views)
+      if (sb := s._base) is None:
+        if (i := pos.get(s)) is None:
+          if s.var_vals: bound.append(s.var_vals)
+          i = -1 - leaves.setdefault(s, len(leaves))
+        srcs.append(i)
+        srcs.append(None)
+      else:
+        if s.var_vals: bound.append(s.var_vals)
+        srcs.append(pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)))
+        srcs.append(s.st.views)
     # a lifted constant's value is not part of the structure (it is an input)
-    if (op := b.op) is CONST: consts = True
-    elif op is ASSIGN: assigns = True
+    if (op := b.op) is ASSIGN: assigns = True
     arg = None if op is CONST and b not in out_bases and _lifted(b) else b.arg
     desc.append((op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
@@ -346,7 +362,7 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   first: dict[int, int] = {}
   leaf_desc = tuple([(lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list)])
   out_desc = tuple([(0, pos[ob]) if (ob := o._base or o) in pos else (2, ob.dtype) for o in outs])
-  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}, consts, assigns
+  return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}, assigns
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""
@@ -357,7 +373,7 @@ def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem
   return _schedule_with_vars(outs, True)
 
 def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[list[ScheduleItem], dict[UOp, int]]:
-  key, graph, leaves, var_vals, consts, assigns = _structure(outs)
+  key, graph, leaves, var_vals, assigns = _structure(outs)
   if check_readers and (writes := pending_writes(leaves, outs, graph)): return _schedule_with_vars(outs + writes, True)
   # (one pass of _overwritten_readers finds every value to realize early: the graph with them needs no second look)
   if assigns and check_readers and (early := _overwritten_readers(graph, outs)):
@@ -370,10 +386,10 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[li
     for i in cached: _own_value(graph[i])
     return _schedule_with_vars(outs, False)
   if cached is not None:
-    lbs = (graph, leaves)
-    sched = [ScheduleItem(ast, tuple([lbs[r][j].buffer for r, j in bufs]), tuple([lbs[r][j] for r, j in o]), tuple([lbs[r][j] for r, j in i]))
-             for ast, bufs, o, i in cached]
-    return Schedule(_fill_consts(sched) if consts else sched, cached.memo), var_vals
+    lbs = (*graph, *leaves)
+    bufs = tuple([x.buffer for x in lbs])
+    for j in cached.consts: _fill_const(lbs[j])
+    return Schedule([ScheduleItem(ast, b(bufs), o(lbs), i(lbs)) for ast, b, o, i in cached], cached.memo), var_vals
   try: sched = _fill_consts(_create_schedule(outs))
   except _AssignCycle as c:
     if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
@@ -381,12 +397,12 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[li
     _sched_cache[key] = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
     return _schedule_with_vars(outs, False)
   if GRAPH.value or DEBUG.value >= 5: return sched, var_vals
-  refs: dict[int, tuple[int, int]] = {}
-  for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = (1, j)
-  for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = (0, i)
+  refs: dict[int, int] = {}  # id of a lazy buffer or its buffer -> its position among the graph's bases, then its leaves
+  for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = len(graph) + j
+  for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = i
   try:
     entry = _Entry([(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
-                    for si in sched])
+                    for si in sched], tuple(dict.fromkeys(refs[id(x)] for si in sched for x in si.inputs if x.op is CONST)))
   except KeyError: return sched, var_vals  # a buffer from outside the graph: not cacheable
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
