@@ -91,6 +91,9 @@ class ShapeTracker:
   def reshape(self, new_shape: tuple[sint, ...]) -> ShapeTracker:
     if prod(self.shape) != prod(new_shape) and all(isinstance(s, int) for s in self.shape + tuple(new_shape)):
       raise ValueError(f"cannot reshape {self.shape} ({prod(self.shape)} elements) to {new_shape} ({prod(new_shape)} elements)")
+    # a plain reshape on top (contiguous, no mask) only renumbers the view below: reshape that one instead (a weight stored
+    # in panels, viewed in its logical shape, then split back into its panels is one view again)
+    if len(self.views) > 1 and self.views[-1].contiguous: return ShapeTracker(self.views[:-1]).reshape(new_shape)
     if (v := self.views[-1].reshape(tuple(new_shape))) is not None: return ShapeTracker(self.views[:-1] + (v,))
     return ShapeTracker(self.views + (View.create(tuple(new_shape)),))
   def permute(self, axis: tuple[int, ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].permute(axis),))
