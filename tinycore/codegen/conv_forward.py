@@ -24,8 +24,9 @@ def conv_forward_tile(k: Kernel) -> bool:
   """The conv tile (see the module docstring), applied to k where k reads a weight in panels: an output dim as long as
   a panel along which one load in the reduce is contiguous (the weight) and the others broadcast (the input), and an
   output dim along which the weight is broadcast and the input read (the columns). False, k unchanged, where k is no such
-  kernel. The rows are the most that fit beside the vectors: rows x vectors accumulators, one step's vectors and the
-  broadcast value in the register file (14 x 2 on AVX-512: 56 and 28 wide images; 7 x 2 on a 7x7 image)."""
+  kernel. The rows: the most accumulators (rows x vectors) that leave two registers of the file (14 x 2 on AVX-512: 56
+  and 28 wide images; 7 x 2 on a 7x7 image and on AVX2, whose 16 registers then hold a step's vectors only by reusing
+  them: 7 x 2 measured 2x faster than 4 x 2 there, as fast as 14 x 1)."""
   r = k.renderer
   if k.reduceop is None or r.has_local or not (red := k.dims("r")) or not all(isinstance(s, int) for s in k.full_shape): return False
   w = max(r.vector_widths)
@@ -39,7 +40,7 @@ def conv_forward_tile(k: Kernel) -> bool:
   if not cols: return False
   size = k.full_shape[cols[-1]]
   # (vectors, rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
-  vecs, rows = max(((v, a) for v in (2, 1) for a in range(1, min(size, 16) + 1) if size % a == 0 and a * v + v + 2 <= r.vector_registers),
+  vecs, rows = max(((v, a) for v in (2, 1) for a in range(1, min(size, 16) + 1) if size % a == 0 and a * v <= r.vector_registers - 2),
                    key=lambda t: (t[0] * t[1], t[0]))
   t = k.copy()
   try:
