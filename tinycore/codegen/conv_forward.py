@@ -21,8 +21,8 @@ def conv_weight_panel(r: Renderer, cout: sint) -> int:
   return w if not r.has_local and w > 2 and isinstance(cout, int) and cout % w == 0 else 1
 
 def conv_forward_tile(k: Kernel) -> bool:
-  """The conv tile (see the module docstring), applied to k where k reads a weight in panels: an output dim as long as
-  a panel along which one load in the reduce is contiguous (the weight) and the others broadcast (the input), and an
+  """The conv tile (see the module docstring), applied to k where k reads a weight in panels (or channels-last): an output
+  dim in whole panels along which one load in the reduce is contiguous (the weight) and the others broadcast (the input), and an
   output dim along which the weight is broadcast and the input read (the columns). False, k unchanged, where k is no such
   kernel. The rows: the most accumulators (rows x vectors) that leave two registers of the file (14 x 2 on AVX-512: 56
   and 28 wide images; 7 x 2 on a 7x7 image and on AVX2, whose 16 registers then hold a step's vectors only by reusing
@@ -33,8 +33,10 @@ def conv_forward_tile(k: Kernel) -> bool:
   views = [u.src[1] for u in k.reduceop.toposort() if u.op is Ops.LOAD]
   def strides(t: Kernel, d: int) -> list: return [t.st_for(v).real_strides()[d] for v in views]
   def panels(t: Kernel) -> list[int]:
-    return [d for d in t.dims("g") if t.full_shape[d] == 2 * w and sorted(set(s := strides(t, d))) == [0, 1] and s.count(1) == 1]
+    return [d for d in t.dims("g") if t.full_shape[d] % (2 * w) == 0 and sorted(set(s := strides(t, d))) == [0, 1] and s.count(1) == 1]
   if w < 2 or len(panel := panels(k)) != 1: return False
+  # a dim longer than a panel (a trained weight, channels-last) only with a window to reduce over: not a matmul (matmul tiles: heuristic.py)
+  if k.full_shape[panel[0]] != 2 * w and not (len(red) > 1 and k.full_shape[red[-1]] <= 7): return False
   weight = strides(k, panel[0]).index(1)
   cols = [d for d in k.dims("g") if (s := strides(k, d))[weight] == 0 and all(isinstance(x, int) and x != 0 for i, x in enumerate(s) if i != weight)]
   if not cols: return False
@@ -42,6 +44,9 @@ def conv_forward_tile(k: Kernel) -> bool:
   # (vectors, rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
   vecs, rows = max(((v, a) for v in (2, 1) for a in range(1, min(size, 16) + 1) if size % a == 0 and a * v <= r.vector_registers - 2),
                    key=lambda t: (t[0] * t[1], t[0]))
+  # an image narrower than 7 columns (layer4's 4x4 in a 112x112 training step) gives too few accumulators: 2 x 4 measured 2x slower
+  # there than the other tiles (codegen/heuristic.py)
+  if rows < 7: return False
   t = k.copy()
   try:
     if rows > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(cols[-1]), rows))
