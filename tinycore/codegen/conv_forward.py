@@ -33,7 +33,7 @@ def conv_forward_tile(k: Kernel) -> bool:
   views = [u.src[1] for u in k.reduceop.toposort() if u.op is Ops.LOAD]
   def strides(t: Kernel, d: int) -> list: return [t.st_for(v).real_strides()[d] for v in views]
   def panels(t: Kernel) -> list[int]:
-    return [d for d in t.dims("g") if t.full_shape[d] % (2 * w) == 0 and sorted(set(s := strides(t, d))) == [0, 1] and s.count(1) == 1]
+    return [d for d in t.dims("g") if t.full_shape[d] % (2 * w) == 0 and set(s := strides(t, d)) == {0, 1} and s.count(1) == 1]
   if w < 2 or len(panel := panels(k)) != 1: return False
   # a dim longer than a panel (a trained weight, channels-last) only with a window to reduce over: not a matmul (matmul tiles: heuristic.py)
   if k.full_shape[panel[0]] != 2 * w and not (len(red) > 1 and k.full_shape[red[-1]] <= 7): return False
