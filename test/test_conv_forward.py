@@ -38,7 +38,8 @@ def test_panel_view_splits_back_into_one_view():
   assert len(st.views) == 2
   assert len(st.reshape((2, 32, 8, 3)).views) == 1
   # not where the top view reads part of the one below (a shrink from offset 0 looks contiguous too)
-  np.testing.assert_array_equal(ShapeTracker.from_shape((3, 4)).permute((1, 0)).reshape((12,)).shrink(((0, 9),)).reshape((3, 3)).views[-1].shape, (3, 3))
+  st = ShapeTracker.from_shape((3, 4)).permute((1, 0)).reshape((12,)).shrink(((0, 9),))
+  assert st.reshape((3, 3)).shape == (3, 3)
 
 @pytest.mark.parametrize("regs", [16, 32])
 def test_conv_tile_fits_the_register_file(regs):
