@@ -401,13 +401,15 @@ def test_attention_scale_from_shape_and_constant_gathers_cost_no_kernels():
   assert GlobalCounters.kernel_count == 1, "one fused kernel: the scale is a constant, the gathers are views"
   np.testing.assert_allclose(y, x[0] * np.sqrt(1 / np.sqrt(16.0)) + x[1] - x[2], rtol=1e-6)
 
-def test_a_conv_weight_is_not_copied_on_every_run():
-  # Tensor.conv2d stores a weight output-channels-last on a CPU with vectors: the loader keeps it in that layout once
+@pytest.mark.parametrize("cout", [16, 64])
+def test_a_conv_weight_is_not_copied_on_every_run(cout):
+  # Tensor.conv2d stores a weight in panels of output channels (or channels-last) on a CPU with vectors: the loader keeps
+  # it in that layout once
   from tinycore import GlobalCounters
   r = np.random.default_rng(0)
-  w, b = r.standard_normal((16, 8, 3, 3)).astype(np.float32), r.standard_normal(16).astype(np.float32)
-  m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [vi("x", shape=(1, 8, 10, 10))], [vi("y", shape=(1, 16, 10, 10))],
-            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+  w, b = r.standard_normal((cout, 8, 3, 3)).astype(np.float32), r.standard_normal(cout).astype(np.float32)
+  m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [vi("x", shape=(1, 8, 10, 10))],
+            [vi("y", shape=(1, cout, 10, 10))], [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
   x = r.standard_normal((1, 8, 10, 10)).astype(np.float32)
   torch = pytest.importorskip("torch")
   run, xt = OnnxRunner(m), Tensor(x).realize()

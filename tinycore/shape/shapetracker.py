@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from tinycore.dtype import dtypes
-from tinycore.helpers import prod
+from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
 from tinycore.uop.uop import UOp, Variable, sint
 from tinycore.uop.symbolic import linear_terms, simplify
@@ -91,6 +91,10 @@ class ShapeTracker:
   def reshape(self, new_shape: tuple[sint, ...]) -> ShapeTracker:
     if prod(self.shape) != prod(new_shape) and all(isinstance(s, int) for s in self.shape + tuple(new_shape)):
       raise ValueError(f"cannot reshape {self.shape} ({prod(self.shape)} elements) to {new_shape} ({prod(new_shape)} elements)")
+    # a plain reshape on top (contiguous, no mask, every element of the view below) only renumbers the view below: reshape
+    # that one instead (a weight stored in panels, viewed in its logical shape, then split back into its panels is one view again)
+    if len(self.views) > 1 and self.views[-1].contiguous and all_int(self.shape) and all_int(self.views[-2].shape) and \
+       prod(self.shape) == prod(self.views[-2].shape): return ShapeTracker(self.views[:-1]).reshape(new_shape)
     if (v := self.views[-1].reshape(tuple(new_shape))) is not None: return ShapeTracker(self.views[:-1] + (v,))
     return ShapeTracker(self.views + (View.create(tuple(new_shape)),))
   def permute(self, axis: tuple[int, ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].permute(axis),))

@@ -4,11 +4,28 @@ import math, itertools
 from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
+from tinycore.codegen.conv_forward import conv_weight_panel
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
 if TYPE_CHECKING: from tinycore.tensor import Tensor
+
+def weight_panel(weight: Tensor) -> int:
+  """How many output channels one panel of a conv weight (cout, cin, *k) is stored in before the conv reads it: on a CPU
+  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), or, for a weight being trained
+  (requires_grad=True: its gradient kernels are tuned for that) or channels not in whole panels, one panel of all of them
+  (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is."""
+  if (r := renderer_of(weight.device)) is None: return 1
+  cout = weight.shape[0]
+  if not weight.requires_grad and (p := conv_weight_panel(r, cout)) > 1: return p
+  return cout if conv_weight_channels_last(r, cout) else 1
+
+def weight_in_panels(weight: Tensor, panel: int) -> Tensor:
+  """The weight copied into panels of `panel` output channels, (cout / panel, cin, *k, panel), as a view in its own shape."""
+  (cout, cin), hw, nd = weight.shape[:2], weight.shape[2:], weight.ndim
+  packed = weight.reshape(cout // panel, panel, cin, *hw).permute(0, *range(2, nd + 1), 1).contiguous()
+  return packed.permute(0, nd, *range(1, nd)).reshape(cout, cin, *hw)
 
 def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], ...]:
   """conv/pool padding: an int, one per spatial dim, or (left, right, top, bottom, ...) pairs from the last dim, as torch."""
@@ -69,16 +86,16 @@ class ConvMixin:
     if groups * cin != cin_: raise ShapeError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
     if cout % groups: raise ShapeError(f"conv output channels {cout} are not divisible by groups={groups}")
     if bias is not None and bias.shape != (cout,): raise ShapeError(f"conv bias must have shape ({cout},), got {bias.shape}")
-    # on a CPU the weight is stored output-channels-last first (codegen/heuristic.py `conv_weight_channels_last`)
-    if groups == 1 and (r := renderer_of(weight.device)) is not None and conv_weight_channels_last(r, cout):
-      weight = weight.permute(*range(1, weight.ndim), 0).contiguous().permute(weight.ndim - 1, *range(weight.ndim - 1))
+    panel = weight_panel(weight) if groups == 1 else 1
+    if panel > 1: weight = weight_in_panels(weight, panel)
     x = self.pad(((0, 0), (0, 0)) + _pad_arg(padding, len(hw)))
     x = x._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)
     oyx = x.shape[2:2 + len(hw)]
-    rcout = cout // groups
-    x = x.reshape(bs, groups, cin, 1, *oyx, *hw).expand(bs, groups, cin, rcout, *oyx, *hw)
-    x = x.permute(0, 1, 3, *[4 + i for i in range(len(oyx))], 2, *[4 + len(oyx) + i for i in range(len(hw))])
-    w = weight.reshape(1, groups, rcout, *[1] * len(oyx), cin, *hw)
+    # the output channels as (panels, channels of a panel): the weight's index is linear in both (one view)
+    rcout, p = cout // groups, panel if panel < cout else 1
+    x = x.reshape(bs, groups, cin, 1, 1, *oyx, *hw).expand(bs, groups, cin, rcout // p, p, *oyx, *hw)
+    x = x.permute(0, 1, 3, 4, *[5 + i for i in range(len(oyx))], 2, *[5 + len(oyx) + i for i in range(len(hw))])
+    w = weight.reshape(1, groups, rcout // p, p, *[1] * len(oyx), cin, *hw)
     ret = (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
     return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
   def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,

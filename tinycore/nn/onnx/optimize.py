@@ -9,14 +9,13 @@ Applied by Graph once its nodes are checked, in this order:
   run subgraphs, outputs that are not Tensors (sequences, optionals), and outputs larger than the node's inputs
   together and than FOLD_MAX_ELEMENTS (an Expand or ConstantOfShape stays a lazy broadcast rather than a big buffer).
   A node whose folding raises stays in the graph (it raises when the model runs, as it would have).
-- a constant Conv weight is stored in the layout Tensor.conv2d reads it in (`_conv_weights_in_conv_layout`).
+- a constant Conv weight is stored in the layout Tensor.conv2d reads it in, panels of output channels (`_conv_weights_in_conv_layout`).
 Initializers no node, output or subgraph uses any more are dropped. The rewrites never remove a value a subgraph may
 read from the outer scope: nodes whose outputs a subgraph names are left as they are."""
 from __future__ import annotations
 from typing import Any
 from tinycore.tensor import Tensor
-from tinycore.device import renderer_of
-from tinycore.codegen.heuristic import conv_weight_channels_last
+from tinycore.tensor.conv import weight_panel, weight_in_panels
 
 Graph = Any  # a tinycore.nn.onnx.runner.Graph (not imported: the runner imports this module)
 
@@ -85,16 +84,14 @@ def _fold_constants(g: Graph, inner: set[str]) -> None:
   g.nodes = kept
 
 def _conv_weights_in_conv_layout(g: Graph) -> None:
-  """A constant Conv weight stored once in the layout Tensor.conv2d copies it to (output channels last, on a CPU with
-  vectors: codegen.heuristic.conv_weight_channels_last) and given as a view of that buffer in ONNX's shape: conv2d's
-  copy is then a view of a contiguous buffer, no kernel, instead of a copy of every weight on every run (ResNet-18:
-  20 kernels, 11M floats a run)."""
+  """A constant Conv weight stored once in the layout Tensor.conv2d copies it to (panels of output channels on a CPU
+  with vectors: tensor.conv `weight_panel`) and given as a view of that buffer in ONNX's shape: conv2d's copy is then a
+  view of a contiguous buffer, no kernel, instead of a copy of every weight on every run (ResNet-18: 20 kernels, 11M
+  floats a run)."""
   for impl, n, attrs, _ in g.nodes:
     if impl.name != "Conv" or attrs.get("group", 1) != 1 or len(n.input) < 2 or n.input[1] not in g.initializers: continue
     w = g.initializers[n.input[1]]
-    if (r := renderer_of(w.device)) is None or not conv_weight_channels_last(r, w.shape[0]): continue
-    nd = w.ndim
-    g.initializers[n.input[1]] = w.permute(*range(1, nd), 0).contiguous().realize().permute(nd - 1, *range(nd - 1))
+    if (panel := weight_panel(w)) > 1: g.initializers[n.input[1]] = weight_in_panels(w, panel).realize()
 
 def _run(impl: Any, n: Any, attrs: dict[str, Any], private: dict[str, Any], args: list[Any]) -> tuple[Any, ...] | None:
   """The node's outputs, realized, or None where computing them raises."""

@@ -1,0 +1,61 @@
+"""A convolution's forward on a CPU with vectors: the weight's layout and the register tile of the conv kernel.
+
+The weight (cout, cin, *k) is stored in panels of output channels, (cout / P, cin, *k, P), P two vectors wide
+(`conv_weight_panel`): the conv's reduce then walks one panel contiguously. Stored channels-last whole (P = cout), each
+step of the reduce reads 2 vectors out of a cout-wide row, rows kernel-width x cout floats apart, a new page almost every
+step for a 512-channel layer (ResNet-18's 7x7 layer: 4x slower than the panels on one AVX-512 core).
+
+The tile (`conv_forward_tile`): the two vectors of a panel x the output columns of one image row as rows (each
+input value broadcast to both vectors), the window's columns unrolled (an input value feeds each of them), its rows
+left as a loop (unrolled too, the loop body outgrows the registers: 1.4x slower on a 7x7 image)."""
+from __future__ import annotations
+from tinycore.backend import Renderer
+from tinycore.ops import Ops
+from tinycore.uop.uop import sint
+from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
+
+def conv_weight_panel(r: Renderer, cout: sint) -> int:
+  """How many output channels one panel of a conv weight holds (two vectors: 32 floats on AVX-512, 16 on AVX2), or 1 for
+  no panels: devices with thread ids or without vectors, a channel count not in whole panels."""
+  w = 2 * max(r.vector_widths)
+  return w if not r.has_local and w > 2 and isinstance(cout, int) and cout % w == 0 else 1
+
+def conv_forward_tile(k: Kernel) -> bool:
+  """The conv tile (see the module docstring), applied to k where k reads a weight in panels (or channels-last): an output
+  dim in whole panels along which one load in the reduce is contiguous (the weight) and the others broadcast (the input), and an
+  output dim along which the weight is broadcast and the input read (the columns). False, k unchanged, where k is no such
+  kernel. The rows: the most accumulators (rows x vectors) that leave two registers of the file (14 x 2 on AVX-512: 56
+  and 28 wide images; 7 x 2 on a 7x7 image and on AVX2, whose 16 registers then hold a step's vectors only by reusing
+  them: 7 x 2 measured 2x faster than 4 x 2 there, as fast as 14 x 1). 14 x 2 on AVX-512 spills a few vectors in the
+  loop (objdump), and still measured 1.2x faster than 7 x 2 on a 56-wide image."""
+  r = k.renderer
+  if k.reduceop is None or r.has_local or not (red := k.dims("r")) or not all(isinstance(s, int) for s in k.full_shape): return False
+  w = max(r.vector_widths)
+  views = [u.src[1] for u in k.reduceop.toposort() if u.op is Ops.LOAD]
+  def strides(t: Kernel, d: int) -> list: return [t.st_for(v).real_strides()[d] for v in views]
+  def panels(t: Kernel) -> list[int]:
+    return [d for d in t.dims("g") if t.full_shape[d] % (2 * w) == 0 and set(s := strides(t, d)) == {0, 1} and s.count(1) == 1]
+  if w < 2 or len(panel := panels(k)) != 1: return False
+  # a dim longer than a panel (a trained weight, channels-last) only with a window to reduce over: not a matmul (matmul tiles: heuristic.py)
+  if k.full_shape[panel[0]] != 2 * w and not (len(red) > 1 and k.full_shape[red[-1]] <= 7): return False
+  weight = strides(k, panel[0]).index(1)
+  cols = [d for d in k.dims("g") if (s := strides(k, d))[weight] == 0 and all(isinstance(x, int) and x != 0 for i, x in enumerate(s) if i != weight)]
+  if not cols: return False
+  size = k.full_shape[cols[-1]]
+  # (vectors, rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
+  vecs, rows = max(((v, a) for v in (2, 1) for a in range(1, min(size, 16) + 1) if size % a == 0 and a * v <= r.vector_registers - 2),
+                   key=lambda t: (t[0] * t[1], t[0]))
+  # an image narrower than 7 columns (layer4's 4x4 in a 112x112 training step) gives too few accumulators: 2 x 4 measured 2x slower
+  # there than the other tiles (codegen/heuristic.py)
+  if rows < 7: return False
+  t = k.copy()
+  try:
+    if rows > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(cols[-1]), rows))
+    p = t.dims("g").index(panels(t)[0])  # (a split keeps the outer part in place; a dim upcast whole moves away)
+    t.apply_opt(Opt(OptOps.UPCAST, p, w))
+    if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, p, 2))
+    # the window's columns (the innermost reduce dim, a few long) unrolled
+    if k.full_shape[red[-1]] <= 7: t.apply_opt(Opt(OptOps.UNROLL, len(t.dims("r")) - 1, 0))
+  except KernelOptError: return False
+  k.__dict__.update(t.__dict__)
+  return True
