@@ -67,6 +67,41 @@ def test_conv2d(cfg, dev):
     return tF.conv2d(x, w, b, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
   check(lambda x, w, b: x.conv2d(w, b, **cfg), tref, [x, w, b], dev, atol=1e-5)
 
+# the input gradient is a convolution per phase of the stride (tensor/conv.py _conv_input_grad): small images, strides
+# 1-3 with and without padding, dilations that share a factor with the stride, groups, asymmetric padding
+@pytest.mark.parametrize("hw,k,cfg", [
+  (7, 3, dict(padding=1)), (7, 3, dict(stride=2, padding=1)), (4, 3, dict(padding=1)), (1, 1, dict()), (1, 3, dict(padding=1)),
+  (2, 3, dict(stride=2, padding=1)), (5, 1, dict(stride=2)), (8, 3, dict(stride=2, padding=1, dilation=2)),
+  (9, 3, dict(stride=3, padding=2, dilation=2)), (6, 2, dict(stride=2)), (7, 3, dict(padding=1, groups=2)),
+  (6, 3, dict(stride=2, padding=1, groups=4)), (3, 1, dict(stride=3, padding=1)), (2, 1, dict(stride=3, padding=1)),
+  (7, 4, dict(stride=2, padding=3, dilation=3)), (6, 3, dict(stride=(2, 1), padding=(1, 2, 0, 1)))], ids=str)
+def test_conv2d_gradients(hw, k, cfg, dev):
+  groups = cfg.get("groups", 1)
+  x, w = rnd(2, 4, hw, hw + 1), rnd(8, 4 // groups, k, k, seed=1)
+  def tref(x, w):
+    p = cfg.get("padding", 0)
+    if isinstance(p, tuple) and len(p) == 4: x, p = tF.pad(x, p), 0
+    return tF.conv2d(x, w, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
+  check(lambda x, w: x.conv2d(w, **cfg), tref, [x, w], dev, atol=1e-5)
+
+def test_conv2d_second_order(dev):
+  # the gradient rule is built of differentiable ops: the input gradient's own gradient matches torch's
+  x, w = rnd(2, 3, 6, 6), rnd(4, 3, 3, 3, seed=1)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  gx, = torch.autograd.grad(tF.conv2d(tx, tw, stride=2, padding=1).square().sum(), tx, create_graph=True)
+  gx.square().sum().backward()
+  X, W = Tensor(x, device=dev, requires_grad=True), Tensor(w, device=dev, requires_grad=True)
+  GX, = X.conv2d(W, stride=2, padding=1).square().sum().gradient(X)
+  GX.square().sum().backward()
+  np.testing.assert_allclose(X.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+def test_conv2d_input_gradient_writes_no_windows():
+  # through the windows, the input gradient was a reduce into a (bs, cin, out, 3, 3) tensor, 9x the input, and folds of it
+  x, w = Tensor(rnd(2, 16, 7, 7), requires_grad=True), Tensor(rnd(8, 16, 3, 3, seed=1), requires_grad=True)
+  gx, = x.conv2d(w, padding=1).square().sum().gradient(x)
+  assert max(si.bufs[0].size for si in gx.schedule()) <= x.numel()
+
 def test_conv1d_conv3d(dev):
   check(lambda x, w: x.conv2d(w, stride=2, padding=1), lambda x, w: tF.conv1d(x, w, stride=2, padding=1), [rnd(2, 3, 9), rnd(4, 3, 3, seed=1)], dev)
   check(lambda x, w, b: x.conv2d(w, b, padding=1), lambda x, w, b: tF.conv3d(x, w, b, padding=1), [rnd(1, 2, 3, 4, 3), rnd(2, 2, 2, 2, 2, seed=1),
