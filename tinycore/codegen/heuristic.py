@@ -99,7 +99,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   pre = k.copy()
   for d in reversed(k.dims("r")):
     if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
-  loads, outs = _load_sts(k), _out_sts(k)
+  # the loads in the reduce decide the tile: an epilogue load is read once per output, lane by lane like the stores (a
+  # conv input gradient's ReLU mask, strided along the channels its vectors take)
+  loads, outs = [k.st_for(u.src[1]) for u in _reduce_loads(k)], _out_sts(k)
   # the lane dim: the innermost output dim contiguous in the output
   lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
   lane_w = next((w for w in widths if lane is not None and fits(lane, w)), None)
