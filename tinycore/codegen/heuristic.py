@@ -188,11 +188,13 @@ def _gathered_tile(k: Kernel, widths: list[int]) -> bool:
   def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
   if not any(s == 0 for d in k.dims("g") for s in strides(d, loads)): return False
   if not (lanes := [d for d in k.dims("g") if fits(d, widths[0]) and any(s == 0 for s in strides(d, loads))]): return False
-  # the gathered inputs should be close together along the lanes (few cache lines per gather), then the stores (lane by
-  # lane, once per output: a weight gradient's input channels, 9 apart, before its output channels, 4608 apart)
+  # the stores closest together along the lanes first (lane by lane, once per output: a weight gradient's input channels,
+  # 9 apart, before its output channels, 4608 apart; then its rows are output channels, unmasked loads of the output
+  # gradient, where lanes along the output channels, closer in the output gradient, left the rows to the window's masked
+  # taps: 2-3x slower on ResNet's stride-2 and the digits CNN's weight gradients), then the gathered inputs close together
   def gather_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, loads) if s != 0), default=0)
   def out_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, outs)), default=0)
-  lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), out_span(d), -k.full_shape[d]))
+  lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), out_span(d), gather_span(d), -k.full_shape[d]))
   if not _try(k, Opt(OptOps.UPCAST, k.dims("g").index(lane), widths[0])): return False
   # accumulators: the register file less 8 (the step's gathered vector, its broadcast values and addresses): 24 of AVX-512's
   # 32, 8 of AVX2's 16 (a 7x7 stem's weight gradient: 3 input channels x 7 columns, 6x faster than 3 rows)
