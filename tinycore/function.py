@@ -96,7 +96,9 @@ class Composite(Function):
   def forward(self, *x: LazyBuffer, value: LazyBuffer, rule: Callable[..., tuple]) -> LazyBuffer:
     self.rule = rule
     return value
-  def backward(self, grad: Tensor) -> tuple: return self.rule(grad, *self.parents, needs=self.needs_input_grad)
+  def backward(self, grad: Tensor) -> Any:
+    gs = self.rule(grad, *self.parents, needs=self.needs_input_grad)
+    return gs if len(self.parents) > 1 else gs[0]
 
 # *** unary ***
 class Neg(Function):

@@ -19,6 +19,12 @@ def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], 
   if len(p) == 2 * dims: return tuple((p[2 * i], p[2 * i + 1]) for i in reversed(range(dims)))
   raise ValueError(f"padding {padding} must be an int or have {dims} or {2*dims} values")
 
+def _span(x: Tensor, spans: Sequence[tuple[int, int]]) -> Tensor:
+  """x[..., start:start + n] along each of the last len(spans) dims, (start, n) each, with zeros where that runs past x."""
+  lead = ((0, 0),) * (x.ndim - len(spans))
+  x = x.pad(lead + tuple((max(0, -st), max(0, st + n - sz)) for (st, n), sz in zip(spans, x.shape[x.ndim - len(spans):])))
+  return x.shrink(tuple((0, sz) for sz in x.shape[:len(lead)]) + tuple((st + max(0, -st), st + max(0, -st) + n) for st, n in spans))
+
 def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, ...], geo: tuple) -> tuple[Tensor | None, Tensor | None]:
   """conv2d's gradients (F.Composite's rule). The weight's: the output gradient times the input's windows, summed over
   the batch and the output pixels (what autograd through the windows gives). The input's: a convolution of the output
@@ -58,9 +64,7 @@ def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups
     taps = wt[(slice(None),) * 3 + tuple(slice(k0, None, sp) for (sp, _, _), (_, k0, _, _, _) in zip(per_dim, combo))]
     taps = taps.flip(*range(3, 3 + nd)).reshape(groups * cin, cout // groups, *taps.shape[3:])
     # the output gradient from each phase's first read on, zeros beyond its ends
-    span = [(st, q + (n - 1) * dp) for (_, dp, _), (_, _, n, st, q) in zip(per_dim, combo)]
-    g = grad.pad(((0, 0), (0, 0)) + tuple((max(0, -st), max(0, st + ln - o)) for (st, ln), o in zip(span, grad.shape[2:])))
-    g = g.shrink(((0, g.shape[0]), (0, g.shape[1])) + tuple((st + max(0, -st), st + max(0, -st) + ln) for st, ln in span))
+    g = _span(grad, [(st, q + (n - 1) * dp) for (_, dp, _), (_, _, n, st, q) in zip(per_dim, combo)])
     part = g.conv2d(taps, groups=groups, dilation=tuple(dp for _, dp, _ in per_dim))  # (bs, cin, *phase positions)
     if all(s == 1 for s in stride): return part
     # interleave: the phase's q-th position goes to s*q + ph
@@ -72,6 +76,22 @@ def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups
   if ret is None: return type(grad).zeros(grad.shape[0], groups * cin, *insp, dtype=grad.dtype, device=grad.device)
   ret = ret.reshape(*ret.shape[:2], *[q * s for q, s in zip(qs, stride)])
   return ret.shrink(((0, ret.shape[0]), (0, ret.shape[1])) + tuple((0, i) for i in insp))
+
+def _fold_taps(grad: Tensor, x: Tensor, *, needs: tuple[bool, ...], k: int, s: int, d: int) -> tuple[Tensor | None]:
+  """The gradient of overlapping windows along x's last dim (F.Composite's rule): grad (..., o, k) -> (..., i); tap t of
+  window a reads position a*s + t*d. Position q*s + ph (phase ph) gets tap t's gradient of window q + (ph - t*d)/s for
+  the taps with t*d = ph (mod s): per phase a sum of shifted slices, the phases interleaved. Elementwise, no index / or %."""
+  (*lead, o, _), i = grad.shape, x.shape[-1]
+  q = ceildiv(i, s)
+  dx = None
+  for ph in range(min(s, i)):
+    taps = [_span(grad.shrink(tuple((0, n) for n in lead) + ((0, o), (t, t + 1))).reshape(*lead, o), [((ph - t * d) // s, q)])
+            for t in range(k) if (ph - t * d) % s == 0]
+    if not taps: continue
+    part = functools.reduce(lambda a, b: a + b, taps).reshape(*lead, q, 1).pad(((0, 0),) * len(lead) + ((0, 0), (ph, s - 1 - ph)))
+    dx = part if dx is None else dx + part
+  if dx is None: return (None,)
+  return (dx.reshape(*lead, q * s).shrink(tuple((0, n) for n in lead) + ((0, i),)) if needs[0] else None,)
 
 class ConvMixin:
   __slots__ = ()
@@ -99,13 +119,14 @@ class ConvMixin:
         # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
         x = x.pad(((0, 0),) * len(lead) + ((0, o * s - i),)) if o * s > i else x.shrink(tuple((0, n) for n in lead) + ((0, o * s),))
         x = x.reshape(*lead, o, s).shrink(tuple((0, n) for n in lead) + ((0, o), (0, k)))
+      elif type(x).no_grad: x = x._overlapping_windows(k, s, d, o)
       else:
-        x = x.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
-        x = x.pad(((0, 0),) * len(lead) + ((0, k * d),)).reshape(*lead, k, i + d)
-        if o * s > i + d: x = x.pad(((0, 0),) * (len(lead) + 1) + ((0, o * s - i - d),))
-        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
-        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o)
-        x = x.transpose(-1, -2)  # (..., o, k)
+        # through these views, the gradient is a reduce over the k copies (a fold at 0.1 GFLOP/s): given instead as a sum
+        # of the k taps' gradients, each spread to its input positions (_fold_taps), elementwise
+        type(x).no_grad = True
+        try: v = x._overlapping_windows(k, s, d, o)
+        finally: type(x).no_grad = False
+        x = F.Composite.apply(x, value=v.lazydata, rule=functools.partial(_fold_taps, k=k, s=s, d=d))
       # the windowed dim's (o, k) went to the end: restore o to position ax, keep the k's gathered at the end
       nd = x.ndim
       order = list(range(nd - 2))
@@ -113,6 +134,14 @@ class ConvMixin:
       x = x.permute(*order, nd - 1)
     return x
 
+  def _overlapping_windows(self, k: int, s: int, d: int, o: int) -> Tensor:
+    """Windows along the last dim (size i) that overlap: (..., i) -> (..., o, k), views (see _windows)."""
+    (*lead, i), z = self.shape, ((0, 0),) * (self.ndim - 1)
+    x = self.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
+    x = x.pad(z + ((0, k * d),)).reshape(*lead, k, i + d)
+    if o * s > i + d: x = x.pad(z + ((0, 0), (0, o * s - i - d)))
+    x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
+    return x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o).transpose(-1, -2)
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, dtype: DType | str | None = None) -> Tensor:
     """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel).
