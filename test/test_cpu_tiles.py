@@ -174,6 +174,16 @@ def test_small_image_weight_gradient_keeps_its_rows(hw):
   U = k.dims("U")
   assert k.full_shape[U[-1]] == 16 and prod(k.full_shape[d] for d in U[:-1]) >= 8 and not k.dims("u"), (k.full_shape, k.kinds, k.applied_opts)
 
+def test_epilogue_loads_leave_the_conv_its_rows():
+  # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
+  # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)
+  a, b, w = Tensor.empty(16, 64, 4, 4), Tensor.empty(16, 64, 4, 4), Tensor.empty(64, 64, 3, 3)
+  out = (a + b).conv2d(w, padding=1) * Tensor.empty(16, 64, 4, 4) + Tensor.empty(16, 64, 4, 4)
+  si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, _avx512_like()))
+  U = k.dims("U")
+  assert prod(k.full_shape[d] for d in U[:-1]) >= 8, (k.full_shape, k.applied_opts)
+
 @pytest.mark.parametrize("hw,stride,padding", [(14, 2, 1), (13, 1, 0)])
 def test_weight_gradient_lanes_along_input_channels(hw, stride, padding):
   # ResNet's stride-2 3x3 weight gradient, the digits CNN's 32 -> 64 on 13x13: lanes along the input channels (stores 9

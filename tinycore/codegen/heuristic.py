@@ -31,7 +31,11 @@ def _try(k: Kernel, opt: Opt) -> bool:
     dims = k.dims("g") if opt.op is OptOps.UPCAST else k.dims("r")
     amt = opt.amount or (k.full_shape[dims[opt.axis]] if opt.axis < len(dims) else 1)
     lanes = prod(k.full_shape[i] for i in k.dims("U") + k.dims("u")) * amt
-    if isinstance(lanes, int) and lanes * sum(u.op is Ops.LOAD for u in k.ast.toposort()) > LANE_LOADS_MAX: return False
+    # a load outside the reduce (an epilogue: a conv input gradient's ReLU mask, a residual) is expanded over the upcast
+    # dims only, not the unrolled reduce (counted as the reduce's loads, it cut ResNet's conv tiles from 4 x 2 to 2 x 2)
+    nred, nall = len(_reduce_loads(k)), sum(u.op is Ops.LOAD for u in k.ast.toposort())
+    out_lanes = prod(k.full_shape[i] for i in k.dims("U")) * (amt if opt.op is OptOps.UPCAST else 1)
+    if isinstance(lanes, int) and isinstance(out_lanes, int) and lanes * nred + out_lanes * (nall - nred) > LANE_LOADS_MAX: return False
   try:
     k.apply_opt(opt)
     return True
