@@ -1,4 +1,8 @@
-"""Tensor convolution and pooling: windows cut with movement ops, reduced (conv2d, pooling, interpolation)."""
+"""Tensor convolution and pooling: windows cut with movement ops, reduced (conv2d, pooling, interpolation).
+
+Two gradients are given by rules (F.Composite) rather than taken through the views: conv2d's (the input gradient a
+convolution per phase of the stride, _conv_input_grad) and overlapping windows' (shifted slices per phase, _fold_taps).
+Through the views, both were a reduce over the window's copies of each input element (a fold)."""
 from __future__ import annotations
 import functools, math, itertools
 from typing import TYPE_CHECKING, Any, Sequence
