@@ -74,13 +74,6 @@ def test_channels_last_conv_forward_and_backward():
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
 
-def _conv_kernels(r, n, cin, cout, hw):
-  """The kernels of a conv's forward and backward (no padding: the input gradient is a fold of overlapping windows)."""
-  x, w = Tensor.empty(n, cin, hw, hw, requires_grad=True), Tensor.empty(cout, cin, 3, 3, requires_grad=True)
-  x.conv2d(w).sum().backward()
-  sched = Tensor.schedule(x.grad, w.grad)
-  return [hand_coded_optimizations(Kernel(si.ast, r)) for si in sched if si.ast.op is Ops.SINK]
-
 def test_odd_image_conv_vectorizes_over_output_channels():
   # an 11x11 output has no vector width in its columns: the vectors go along the output channels (channels-last weight)
   from tinycore.codegen.lowerer import pick_vector_dim
@@ -94,10 +87,23 @@ def test_odd_image_conv_vectorizes_over_output_channels():
   assert k.st_for(si.ast.src[0].src[1]).real_strides()[vd[0]] == 11 * 11, "the lanes are output channels, not images of the batch"
 
 def test_short_dims_expanded_where_no_vector_fits():
-  # a fold kernel of a 13x13 conv input gradient: its 13 columns and 3-tap window are expanded (the / and % of its index fold away)
+  # a pool's overlapping 3x3 windows on a 13x13 output: its 13 columns and 3-tap window are expanded (the / and % of
+  # the windows' index fold away)
   r = _cpu_renderer()
-  ks = _conv_kernels(r, 4, 8, 2 * max(r.vector_widths), 13)
-  assert all(k.dims("U") or k.dims("u") for k in ks if k.reduceop is not None), [(k.full_shape, k.kinds) for k in ks]
+  ks = [hand_coded_optimizations(Kernel(si.ast, r)) for si in Tensor.empty(4, 8, 27, 27).max_pool2d(3, 2).schedule() if si.ast.op is Ops.SINK]
+  assert ks and all(k.dims("U") or k.dims("u") for k in ks if k.reduceop is not None), [(k.full_shape, k.kinds) for k in ks]
+
+@pytest.mark.parametrize("hw", [4, 7])
+def test_input_gradient_tiled_as_the_forward_conv(hw):
+  # the input gradient of conv(relu(x)) is a convolution of the output gradient (tensor/conv.py); its ReLU mask, read
+  # once per output and strided along the channels the vectors take, must not cost it the conv microkernel (it took the
+  # gathered-lanes tile: 2.4x slower on layer4's 4x4 images)
+  r = _avx512_like()
+  x, w = Tensor.empty(16, 64, hw, hw, requires_grad=True), Tensor.empty(64, 64, 3, 3)
+  gx, = (x.relu().conv2d(w, padding=1) * Tensor.empty(16, 64, hw, hw)).sum().gradient(x)
+  def last_kernel(t): return [hand_coded_optimizations(Kernel(si.ast, r)) for si in t.schedule() if si.ast.op is Ops.SINK][-1]
+  fwd, bwd = last_kernel(Tensor.empty(16, 64, hw, hw).conv2d(w, padding=1)), last_kernel(gx)
+  assert bwd.applied_opts == fwd.applied_opts, (bwd.full_shape, bwd.applied_opts, fwd.applied_opts)
 
 @pytest.mark.parametrize("hw", [11, 13])
 def test_odd_image_conv_forward_and_backward(hw):
@@ -167,6 +173,30 @@ def test_small_image_weight_gradient_keeps_its_rows(hw):
   k = _weight_gradient_kernel(_avx512_like(), 2, 64, 64, hw)
   U = k.dims("U")
   assert k.full_shape[U[-1]] == 16 and prod(k.full_shape[d] for d in U[:-1]) >= 8 and not k.dims("u"), (k.full_shape, k.kinds, k.applied_opts)
+
+def test_epilogue_loads_leave_the_conv_its_rows():
+  # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
+  # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)
+  a, b, w = Tensor.empty(16, 64, 4, 4), Tensor.empty(16, 64, 4, 4), Tensor.empty(64, 64, 3, 3)
+  out = (a + b).conv2d(w, padding=1) * Tensor.empty(16, 64, 4, 4) + Tensor.empty(16, 64, 4, 4)
+  si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, _avx512_like()))
+  U = k.dims("U")
+  assert prod(k.full_shape[d] for d in U[:-1]) >= 8, (k.full_shape, k.applied_opts)
+
+@pytest.mark.parametrize("hw,stride,padding", [(14, 2, 1), (13, 1, 0)])
+def test_weight_gradient_lanes_along_input_channels(hw, stride, padding):
+  # ResNet's stride-2 3x3 weight gradient, the digits CNN's 32 -> 64 on 13x13: lanes along the input channels (stores 9
+  # apart), a row per output channel (lanes along the output channels, closer in the output gradient, left 9 rows of
+  # masked window taps: 2-3x slower on AVX-512)
+  r = _avx512_like()
+  x, w = Tensor.empty(2, 32, hw, hw, requires_grad=True), Tensor.empty(64, 32, 3, 3, requires_grad=True)
+  o = (hw + 2 * padding - 3) // stride + 1
+  _, gw = (x.conv2d(w, stride=stride, padding=padding) * Tensor.empty(2, 64, o, o)).sum().gradient(x, w)
+  si = [si for si in gw.schedule() if si.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  U = k.dims("U")
+  assert k.st_for(si.ast.src[0].src[1]).real_strides()[U[-1]] == 9 and prod(k.full_shape[d] for d in U[:-1]) >= 8, (k.full_shape, k.applied_opts)
 
 @pytest.mark.parametrize("hw", [4, 7])
 def test_small_image_conv_forward_and_backward(hw):

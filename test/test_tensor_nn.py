@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 from tinycore import Tensor, dtypes
+from tinycore.ops import Ops
 
 torch = pytest.importorskip("torch")
 from torch_compare import check  # noqa: E402 (after the importorskip above)
@@ -67,6 +68,41 @@ def test_conv2d(cfg, dev):
     return tF.conv2d(x, w, b, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
   check(lambda x, w, b: x.conv2d(w, b, **cfg), tref, [x, w, b], dev, atol=1e-5)
 
+# the input gradient is a convolution per phase of the stride (tensor/conv.py _conv_input_grad): small images, strides
+# 1-3 with and without padding, dilations that share a factor with the stride, groups, asymmetric padding
+@pytest.mark.parametrize("hw,k,cfg", [
+  (7, 3, dict(padding=1)), (7, 3, dict(stride=2, padding=1)), (4, 3, dict(padding=1)), (1, 1, dict()), (1, 3, dict(padding=1)),
+  (2, 3, dict(stride=2, padding=1)), (5, 1, dict(stride=2)), (8, 3, dict(stride=2, padding=1, dilation=2)),
+  (9, 3, dict(stride=3, padding=2, dilation=2)), (6, 2, dict(stride=2)), (7, 3, dict(padding=1, groups=2)),
+  (6, 3, dict(stride=2, padding=1, groups=4)), (3, 1, dict(stride=3, padding=1)), (2, 1, dict(stride=3, padding=1)),
+  (7, 4, dict(stride=2, padding=3, dilation=3)), (6, 3, dict(stride=(2, 1), padding=(1, 2, 0, 1)))], ids=str)
+def test_conv2d_gradients(hw, k, cfg, dev):
+  groups = cfg.get("groups", 1)
+  x, w = rnd(2, 4, hw, hw + 1), rnd(8, 4 // groups, k, k, seed=1)
+  def tref(x, w):
+    p = cfg.get("padding", 0)
+    if isinstance(p, tuple) and len(p) == 4: x, p = tF.pad(x, p), 0
+    return tF.conv2d(x, w, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
+  check(lambda x, w: x.conv2d(w, **cfg), tref, [x, w], dev, atol=1e-5)
+
+def test_conv2d_second_order(dev):
+  # the gradient rule is built of differentiable ops: the input gradient's own gradient matches torch's
+  x, w = rnd(2, 3, 6, 6), rnd(4, 3, 3, 3, seed=1)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  gx, = torch.autograd.grad(tF.conv2d(tx, tw, stride=2, padding=1).square().sum(), tx, create_graph=True)
+  gx.square().sum().backward()
+  X, W = Tensor(x, device=dev, requires_grad=True), Tensor(w, device=dev, requires_grad=True)
+  GX, = X.conv2d(W, stride=2, padding=1).square().sum().gradient(X)
+  GX.square().sum().backward()
+  np.testing.assert_allclose(X.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+def test_conv2d_input_gradient_writes_no_windows():
+  # through the windows, the input gradient was a reduce into a (bs, cin, out, 3, 3) tensor, 9x the input, and folds of it
+  x, w = Tensor(rnd(2, 16, 7, 7), requires_grad=True), Tensor(rnd(8, 16, 3, 3, seed=1), requires_grad=True)
+  gx, = x.conv2d(w, padding=1).square().sum().gradient(x)
+  assert max(si.bufs[0].size for si in gx.schedule()) <= x.numel()
+
 def test_conv1d_conv3d(dev):
   check(lambda x, w: x.conv2d(w, stride=2, padding=1), lambda x, w: tF.conv1d(x, w, stride=2, padding=1), [rnd(2, 3, 9), rnd(4, 3, 3, seed=1)], dev)
   check(lambda x, w, b: x.conv2d(w, b, padding=1), lambda x, w, b: tF.conv3d(x, w, b, padding=1), [rnd(1, 2, 3, 4, 3), rnd(2, 2, 2, 2, 2, seed=1),
@@ -105,6 +141,16 @@ def test_max_pool2d(cfg, dev):
                                  dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), dict(kernel_size=(2, 3), stride=(2, 1))], ids=str)
 def test_avg_pool2d(cfg, dev):
   check(lambda t: t.avg_pool2d(**cfg), lambda t: tF.avg_pool2d(t, **cfg), [rnd(2, 2, 7, 6)], dev)
+
+@pytest.mark.parametrize("cfg", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=1), dict(kernel_size=3, stride=2, dilation=2),
+                                 dict(kernel_size=(4, 2), stride=(3, 1), dilation=(2, 1))], ids=str)
+def test_overlapping_window_gradient_is_elementwise(cfg, dev):
+  # overlapping windows' gradient (tensor/conv.py _fold_taps): shifted slices per phase of the stride, no reduce over the
+  # window copies (a fold, 0.1-0.4 GFLOP/s)
+  check(lambda t: t.max_pool2d(**cfg), lambda t: tF.max_pool2d(t, **cfg), [rnd(2, 2, 9, 8)], dev)
+  x = Tensor(rnd(2, 2, 9, 8), device=dev, requires_grad=True)
+  gx, = (x.avg_pool2d(**cfg) * Tensor(rnd(*x.avg_pool2d(**cfg).shape, seed=1), device=dev)).sum().gradient(x)
+  assert not any(u.op is Ops.REDUCE_AXIS for si in gx.schedule() for u in si.ast.toposort()), "the window gradient is elementwise"
 
 def test_pool_1d_3d_and_ints(dev):
   check(lambda t: t.max_pool2d((3,), 2), lambda t: tF.max_pool1d(t, 3, 2), [rnd(2, 3, 9)], dev)

@@ -16,7 +16,7 @@ The rules the autograd follows:
   LazyBuffer) where the gradient is written in terms of the output."""
 from __future__ import annotations
 import math, weakref
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 from tinycore.dtype import dtypes
 from tinycore.helpers import argsort
 from tinycore.lazy import LazyBuffer
@@ -87,6 +87,18 @@ class Cast(Function):
   def backward(self, grad: Tensor) -> Tensor | None:
     # reinterpreted bits have no derivative: the gradient stops there (as a cast through an integer dtype does)
     return None if self.bitcast else Cast.apply(grad, dtype=self.input_dtype)
+
+class Composite(Function):
+  """An op composed of other ops whose gradient is given by a rule instead of taken through its pieces (conv2d: through
+  its windows, the input gradient is a reduce into a tensor k*k times the input's size and a fold of it). forward takes
+  the value the caller computed from the inputs without recording it; rule(grad, *parents, needs=needs_input_grad)
+  returns one gradient (or None) per parent, built of Functions as every backward is (so it differentiates again)."""
+  def forward(self, *x: LazyBuffer, value: LazyBuffer, rule: Callable[..., tuple]) -> LazyBuffer:
+    self.rule = rule
+    return value
+  def backward(self, grad: Tensor) -> Any:
+    gs = self.rule(grad, *self.parents, needs=self.needs_input_grad)
+    return gs if len(self.parents) > 1 else gs[0]
 
 # *** unary ***
 class Neg(Function):

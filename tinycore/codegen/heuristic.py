@@ -32,7 +32,11 @@ def _try(k: Kernel, opt: Opt) -> bool:
     dims = k.dims("g") if opt.op is OptOps.UPCAST else k.dims("r")
     amt = opt.amount or (k.full_shape[dims[opt.axis]] if opt.axis < len(dims) else 1)
     lanes = prod(k.full_shape[i] for i in k.dims("U") + k.dims("u")) * amt
-    if isinstance(lanes, int) and lanes * sum(u.op is Ops.LOAD for u in k.ast.toposort()) > LANE_LOADS_MAX: return False
+    # a load outside the reduce (an epilogue: a conv input gradient's ReLU mask, a residual) is expanded over the upcast
+    # dims only, not the unrolled reduce (counted as the reduce's loads, it cut ResNet's conv tiles from 4 x 2 to 2 x 2)
+    nred, nall = len(_reduce_loads(k)), sum(u.op is Ops.LOAD for u in k.ast.toposort())
+    out_lanes = prod(k.full_shape[i] for i in k.dims("U")) * (amt if opt.op is OptOps.UPCAST else 1)
+    if isinstance(lanes, int) and isinstance(out_lanes, int) and lanes * nred + out_lanes * (nall - nred) > LANE_LOADS_MAX: return False
   try:
     k.apply_opt(opt)
     return True
@@ -101,7 +105,9 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   pre = k.copy()
   for d in reversed(k.dims("r")):
     if isinstance(k.full_shape[d], int) and k.full_shape[d] <= 4 and len(k.dims("r")) > 1: unroll(d, 0)
-  loads, outs = _load_sts(k), _out_sts(k)
+  # the loads in the reduce decide the tile: an epilogue load is read once per output, lane by lane like the stores (a
+  # conv input gradient's ReLU mask, strided along the channels its vectors take)
+  loads, outs = [k.st_for(u.src[1]) for u in _reduce_loads(k)], _out_sts(k)
   # the lane dim: the innermost output dim contiguous in the output
   lane = next((d for d in reversed(k.dims("g")) if all(s == 1 for s in strides(d, outs))), None)
   lane_w = next((w for w in widths if lane is not None and fits(lane, w)), None)
@@ -188,11 +194,13 @@ def _gathered_tile(k: Kernel, widths: list[int]) -> bool:
   def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
   if not any(s == 0 for d in k.dims("g") for s in strides(d, loads)): return False
   if not (lanes := [d for d in k.dims("g") if fits(d, widths[0]) and any(s == 0 for s in strides(d, loads))]): return False
-  # the gathered inputs should be close together along the lanes (few cache lines per gather), then the stores (lane by
-  # lane, once per output: a weight gradient's input channels, 9 apart, before its output channels, 4608 apart)
+  # the stores closest together along the lanes first (lane by lane, once per output: a weight gradient's input channels,
+  # 9 apart, before its output channels, 4608 apart; then its rows are output channels, unmasked loads of the output
+  # gradient, where lanes along the output channels, closer in the output gradient, left the rows to the window's masked
+  # taps: 2-3x slower on ResNet's stride-2 and the digits CNN's weight gradients), then the gathered inputs close together
   def gather_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, loads) if s != 0), default=0)
   def out_span(d: int) -> int: return max((abs(s) if isinstance(s, int) else 1 << 30 for s in strides(d, outs)), default=0)
-  lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), gather_span(d), out_span(d), -k.full_shape[d]))
+  lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), out_span(d), gather_span(d), -k.full_shape[d]))
   if not _try(k, Opt(OptOps.UPCAST, k.dims("g").index(lane), widths[0])): return False
   # accumulators: the register file less 8 (the step's gathered vector, its broadcast values and addresses): 24 of AVX-512's
   # 32, 8 of AVX2's 16 (a 7x7 stem's weight gradient: 3 input channels x 7 columns, 6x faster than 3 rows)

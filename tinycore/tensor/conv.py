@@ -1,6 +1,10 @@
-"""Tensor convolution and pooling: windows cut with movement ops, reduced (conv2d, pooling, interpolation)."""
+"""Tensor convolution and pooling: windows cut with movement ops, reduced (conv2d, pooling, interpolation).
+
+Two gradients are given by rules (F.Composite) rather than taken through the views: conv2d's (the input gradient a
+convolution per phase of the stride, _conv_input_grad) and overlapping windows' (shifted slices per phase, _fold_taps).
+Through the views, both were a reduce over the window's copies of each input element (a fold)."""
 from __future__ import annotations
-import math, itertools
+import functools, math, itertools
 from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
@@ -9,6 +13,7 @@ from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
+import tinycore.function as F
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 def weight_panel(weight: Tensor) -> int:
@@ -34,6 +39,80 @@ def _pad_arg(padding: int | Sequence[int], dims: int) -> tuple[tuple[int, int], 
   if len(p) == dims: return tuple((x, x) for x in p)
   if len(p) == 2 * dims: return tuple((p[2 * i], p[2 * i + 1]) for i in reversed(range(dims)))
   raise ValueError(f"padding {padding} must be an int or have {dims} or {2*dims} values")
+
+def _span(x: Tensor, spans: Sequence[tuple[int, int]]) -> Tensor:
+  """x[..., start:start + n] along each of the last len(spans) dims, (start, n) each, with zeros where that runs past x."""
+  lead = ((0, 0),) * (x.ndim - len(spans))
+  x = x.pad(lead + tuple((max(0, -st), max(0, st + n - sz)) for (st, n), sz in zip(spans, x.shape[x.ndim - len(spans):])))
+  return x.shrink(tuple((0, sz) for sz in x.shape[:len(lead)]) + tuple((st + max(0, -st), st + max(0, -st) + n) for st, n in spans))
+
+def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, ...], geo: tuple) -> tuple[Tensor | None, Tensor | None]:
+  """conv2d's gradients (F.Composite's rule). The weight's: the output gradient times the input's windows, summed over
+  the batch and the output pixels (what autograd through the windows gives). The input's: a convolution of the output
+  gradient with the weight transposed and flipped, one per phase of the stride (see _conv_input_grad)."""
+  groups, stride, dilation, pads = geo
+  dx = _conv_input_grad(grad, weight, x.shape[2:], *geo).cast(x.dtype) if needs[0] else None
+  if not needs[1]: return dx, None
+  (cout, _), hw = weight.shape[:2], weight.shape[2:]
+  xw = x._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
+  g = grad.reshape(*xw.shape[:3 + len(hw)], *[1] * (1 + len(hw)))
+  return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
+
+def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups: int, stride: tuple[int, ...],
+                     dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Tensor:
+  """The input gradient of a convolution as stride-1 convolutions of the output gradient, one per phase of the stride.
+
+  Along a dim (input i, padding before pb, stride s, dilation d, kernel K): input position i = s*q + ph is read by
+  output o through tap k where o*s + k*d = i + pb. Within a phase ph, the taps with k*d = ph + pb (mod s) are
+  k0 + j*s' (s' = s / gcd(s, d)), read at o = q + c - j*d' (c = (ph + pb - k0*d) / s, d' = d / gcd(s, d)): a stride-1
+  convolution of the output gradient with those taps flipped, dilation d'. The phases' results interleave into the
+  input's positions (a stride of 1 has one phase: the transposed convolution). No multiply by a zero and no fold."""
+  (cout, cin), hw, nd = weight.shape[:2], weight.shape[2:], len(insp)
+  wt = weight.reshape(groups, cout // groups, cin, *hw).transpose(1, 2)  # (groups, cin/groups, cout/groups, *k)
+  per_dim = []
+  for i, k, s, d, (pb, _) in zip(insp, hw, stride, dilation, pads):
+    sp, dp = s // math.gcd(s, d), d // math.gcd(s, d)
+    phases = []
+    for ph in range(min(s, i)):
+      if (k0 := next((t for t in range(min(k, sp)) if (ph + pb - t * d) % s == 0), None)) is None: continue
+      ntap = len(range(k0, k, sp))
+      start = (ph + pb - k0 * d) // s - (ntap - 1) * dp  # the first output gradient the phase's first position reads
+      phases.append((ph, k0, ntap, start, len(range(ph, i, s))))
+    per_dim.append((sp, dp, phases))
+  qs = tuple(ceildiv(i, s) for i, s in zip(insp, stride))
+  ret: Tensor | None = None
+  for combo in itertools.product(*[ph for _, _, ph in per_dim]):
+    taps = wt[(slice(None),) * 3 + tuple(slice(k0, None, sp) for (sp, _, _), (_, k0, _, _, _) in zip(per_dim, combo))]
+    taps = taps.flip(*range(3, 3 + nd)).reshape(groups * cin, cout // groups, *taps.shape[3:])
+    # the output gradient from each phase's first read on, zeros beyond its ends
+    g = _span(grad, [(st, q + (n - 1) * dp) for (_, dp, _), (_, _, n, st, q) in zip(per_dim, combo)])
+    part = g.conv2d(taps, groups=groups, dilation=tuple(dp for _, dp, _ in per_dim))  # (bs, cin, *phase positions)
+    if all(s == 1 for s in stride): return part
+    # interleave: the phase's q-th position goes to s*q + ph
+    part = part.pad(((0, 0), (0, 0)) + tuple((0, qm - q) for qm, (_, _, _, _, q) in zip(qs, combo)))
+    part = part.reshape(*part.shape[:2], *[v for q in qs for v in (q, 1)])
+    part = part.pad(((0, 0), (0, 0)) + tuple(p for (ph, *_), s in zip(combo, stride) for p in ((0, 0), (ph, s - 1 - ph))))
+    ret = part if ret is None else ret + part
+  # no tap reads any input position (a 1x1 kernel with stride 3 on 2 pixels, padded by 1): no gradient reaches it
+  if ret is None: return type(grad).zeros(grad.shape[0], groups * cin, *insp, dtype=grad.dtype, device=grad.device)
+  ret = ret.reshape(*ret.shape[:2], *[q * s for q, s in zip(qs, stride)])
+  return ret.shrink(((0, ret.shape[0]), (0, ret.shape[1])) + tuple((0, i) for i in insp))
+
+def _fold_taps(grad: Tensor, x: Tensor, *, needs: tuple[bool, ...], k: int, s: int, d: int) -> tuple[Tensor | None]:
+  """The gradient of overlapping windows along x's last dim (F.Composite's rule): grad (..., o, k) -> (..., i); tap t of
+  window a reads position a*s + t*d. Position q*s + ph (phase ph) gets tap t's gradient of window q + (ph - t*d)/s for
+  the taps with t*d = ph (mod s): per phase a sum of shifted slices, the phases interleaved. Elementwise, no index / or %."""
+  (*lead, o, _), i = grad.shape, x.shape[-1]
+  q = ceildiv(i, s)
+  dx = None
+  for ph in range(min(s, i)):
+    taps = [_span(grad.shrink(tuple((0, n) for n in lead) + ((0, o), (t, t + 1))).reshape(*lead, o), [((ph - t * d) // s, q)])
+            for t in range(k) if (ph - t * d) % s == 0]
+    if not taps: continue
+    part = functools.reduce(lambda a, b: a + b, taps).reshape(*lead, q, 1).pad(((0, 0),) * len(lead) + ((0, 0), (ph, s - 1 - ph)))
+    dx = part if dx is None else dx + part
+  if dx is None: return (None,)
+  return (dx.reshape(*lead, q * s).shrink(tuple((0, n) for n in lead) + ((0, i),)) if needs[0] else None,)
 
 class ConvMixin:
   __slots__ = ()
@@ -61,13 +140,14 @@ class ConvMixin:
         # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
         x = x.pad(((0, 0),) * len(lead) + ((0, o * s - i),)) if o * s > i else x.shrink(tuple((0, n) for n in lead) + ((0, o * s),))
         x = x.reshape(*lead, o, s).shrink(tuple((0, n) for n in lead) + ((0, o), (0, k)))
+      elif type(x).no_grad: x = x._overlapping_windows(k, s, d, o)
       else:
-        x = x.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
-        x = x.pad(((0, 0),) * len(lead) + ((0, k * d),)).reshape(*lead, k, i + d)
-        if o * s > i + d: x = x.pad(((0, 0),) * (len(lead) + 1) + ((0, o * s - i - d),))
-        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
-        x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o)
-        x = x.transpose(-1, -2)  # (..., o, k)
+        # through these views, the gradient is a reduce over the k copies (a fold at 0.1 GFLOP/s): given instead as a sum
+        # of the k taps' gradients, each spread to its input positions (_fold_taps), elementwise
+        type(x).no_grad = True
+        try: v = x._overlapping_windows(k, s, d, o)
+        finally: type(x).no_grad = False
+        x = F.Composite.apply(x, value=v.lazydata, rule=functools.partial(_fold_taps, k=k, s=s, d=d))
       # the windowed dim's (o, k) went to the end: restore o to position ax, keep the k's gathered at the end
       nd = x.ndim
       order = list(range(nd - 2))
@@ -75,29 +155,55 @@ class ConvMixin:
       x = x.permute(*order, nd - 1)
     return x
 
+  def _overlapping_windows(self, k: int, s: int, d: int, o: int) -> Tensor:
+    """Windows along the last dim (size i) that overlap: (..., i) -> (..., o, k), views (see _windows)."""
+    (*lead, i), z = self.shape, ((0, 0),) * (self.ndim - 1)
+    x = self.reshape(*lead, 1, i).expand(*lead, k, i).reshape(*lead, k * i)
+    x = x.pad(z + ((0, k * d),)).reshape(*lead, k, i + d)
+    if o * s > i + d: x = x.pad(z + ((0, 0), (0, o * s - i - d)))
+    x = x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o * s))).reshape(*lead, k, o, s)
+    return x.shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(*lead, k, o).transpose(-1, -2)
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, dtype: DType | str | None = None) -> Tensor:
     """N-d convolution (cross-correlation, as torch): x (bs, cin, *spatial), weight (cout, cin/groups, *kernel).
     padding: an int, one per spatial dim, or (left, right, top, bottom, ...) for asymmetric padding."""
     if self.ndim < 3: raise ShapeError(f"conv input needs (batch, channels, *spatial) dims, got {self.shape}")
     if self.ndim != weight.ndim: raise ShapeError(f"conv input {self.shape} and weight {weight.shape} need the same number of dims")
-    (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
+    (_, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
     if not isinstance(groups, int) or groups < 1: raise ArgumentError(f"conv groups must be a positive int, got {groups!r}")
     if groups * cin != cin_: raise ShapeError(f"conv input has {cin_} channels, weight {weight.shape} with groups={groups} expects {groups*cin}")
     if cout % groups: raise ShapeError(f"conv output channels {cout} are not divisible by groups={groups}")
     if bias is not None and bias.shape != (cout,): raise ShapeError(f"conv bias must have shape ({cout},), got {bias.shape}")
+    geo = (groups, make_tuple(stride, len(hw)), make_tuple(dilation, len(hw)), _pad_arg(padding, len(hw)))
+    # the value is the windowed product below; its gradient is given by _conv_grads (through the windows, autograd's
+    # input gradient is a reduce into a k*k times larger tensor and a fold of it, 13 ms a ResNet layer at 0.4 GFLOP/s)
+    T = type(self)
+    if T.no_grad: ret = self._conv(weight, *geo, dtype)
+    else:
+      T.no_grad = True
+      try: value = self._conv(weight, *geo, dtype)
+      finally: T.no_grad = False
+      ret = F.Composite.apply(self, weight, value=value.lazydata, rule=functools.partial(_conv_grads, geo=geo))
+    return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
+  def _conv(self, weight: Tensor, groups: int, stride: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+            dtype: DType | str | None) -> Tensor:
+    """conv2d's value: the input's windows times the weight, summed over input channels and the window."""
+    (bs, cout, cin), hw = (self.shape[0], *weight.shape[:2]), weight.shape[2:]
     panel = weight_panel(weight) if groups == 1 else 1
     if panel > 1: weight = weight_in_panels(weight, panel)
-    x = self.pad(((0, 0), (0, 0)) + _pad_arg(padding, len(hw)))
-    x = x._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)
-    oyx = x.shape[2:2 + len(hw)]
+    x = self._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
     # the output channels as (panels, channels of a panel): the weight's index is linear in both (one view)
-    rcout, p = cout // groups, panel if panel < cout else 1
-    x = x.reshape(bs, groups, cin, 1, 1, *oyx, *hw).expand(bs, groups, cin, rcout // p, p, *oyx, *hw)
-    x = x.permute(0, 1, 3, 4, *[5 + i for i in range(len(oyx))], 2, *[5 + len(oyx) + i for i in range(len(hw))])
+    rcout, p, oyx = cout // groups, panel if panel < cout else 1, x.shape[3:3 + len(hw)]
+    x = x.reshape(bs, groups, rcout // p, p, *x.shape[3:])
     w = weight.reshape(1, groups, rcout // p, p, *[1] * len(oyx), cin, *hw)
-    ret = (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
-    return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
+    return (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
+  def _windowed(self, hw: tuple[int, ...], groups: int, stride: tuple[int, ...], dilation: tuple[int, ...],
+                pads: tuple[tuple[int, int], ...], rcout: int) -> Tensor:
+    """The padded input's windows as (bs, groups, rcout, *out, cin/groups, *kernel), expanded along rcout."""
+    x = self.pad(((0, 0), (0, 0)) + pads)._windows(hw, stride, dilation)  # (bs, cin_, *out, *k)
+    (bs, cin_), oyx, n = x.shape[:2], x.shape[2:2 + len(hw)], len(hw)
+    x = x.reshape(bs, groups, cin_ // groups, 1, *oyx, *hw).expand(bs, groups, cin_ // groups, rcout, *oyx, *hw)
+    return x.permute(0, 1, 3, *[4 + i for i in range(n)], 2, *[4 + n + i for i in range(n)])
   def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
                        dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0) -> Tensor:
     """Transposed convolution (as torch.conv_transpose2d): weight (cin, cout/groups, *kernel)."""
