@@ -166,7 +166,8 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       # what it computes inline (decoding GPT: fc2 recomputes the GELU of its input), is loaded once per `rows` outputs:
       # GPT decoding's matrix-vector kernels 1.17 -> 0.76 ms a token on one AVX-512 core
       if len(tiled) == 1:
-        more = next((a for a in (8, 4, 2) if 2 * a + 4 <= k.renderer.vector_registers and fits(tiled[0], a) and k.full_shape[tiled[0]] >= 8 * a), None)
+        regs = k.renderer.vector_registers
+        more = next((a for a in (8, 4, 2) if 2 * a + 4 <= regs and fits(tiled[0], a) and k.full_shape[tiled[0]] >= 8 * a), None)
         if more is not None: upcast(tiled[0], more)
       red = k.dims("r")
       if red and not k.dims("U") and fits(red[-1], 4) and k.full_shape[red[-1]] >= 16: unroll(red[-1], 4)
