@@ -20,8 +20,10 @@ def _cpu_renderer() -> Renderer:
   return r
 
 def test_grad_transposed_rule():
-  # GPT's Linear layers over 1024 tokens: operands past a 2 MB cache take the copy, a 256x256 weight's (2 MB) does not
+  # GPT's MLP over 1024 tokens (rows of 4 KB: every row in the same cache sets) takes the copy; its qkv (3 KB rows) and a
+  # 256x256 weight's operands (2 MB: in the cache) are read in place
   assert matmul_grad_transposed(cpu(), 1024, 256, 1024, 4) and matmul_grad_transposed(cpu(), 1024, 1024, 256, 4)
+  assert not matmul_grad_transposed(cpu(), 1024, 256, 768, 4), "rows 3 KB apart spread over the cache sets"
   assert not matmul_grad_transposed(cpu(), 1024, 256, 256, 4), "operands that fit the cache are read in place"
   assert not matmul_grad_transposed(cpu(), 64, 4096, 4096, 4), "too few rows for the copy to pay"
   assert not matmul_grad_transposed(cpu(cache=0), 1024, 1024, 1024, 4) and not matmul_grad_transposed(cpu(widths=(1,)), 1024, 1024, 1024, 4)
@@ -33,7 +35,7 @@ def _sinks(t: Tensor) -> list:
 def test_weight_gradient_reads_grad_transposed(monkeypatch):
   r = _cpu_renderer()
   monkeypatch.setattr(r, "cache_bytes", 4096)
-  x, w = Tensor.empty(2, 128, 64), Tensor.empty(48, 64, requires_grad=True)
+  x, w = Tensor.empty(2, 128, 1024), Tensor.empty(48, 1024, requires_grad=True)
   x.linear(w.T).backward(Tensor.empty(2, 128, 48))
   ks = _sinks(w.grad)
   # grad copied into its transpose (48, 256) first: the matmul reads it along the reduce (in place it steps 48 a token)
@@ -66,7 +68,7 @@ def test_linear_forward_and_backward(monkeypatch, cache, noopt):
   # the rule on (a small cache) and off (none): the same values, as numpy's float64 ones, with and without optimizations
   monkeypatch.setattr(_cpu_renderer(), "cache_bytes", cache)
   rng = np.random.default_rng(0)
-  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((3, 100, 64), (80, 64), (3, 100, 80)))
+  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((3, 100, 1024), (80, 1024), (3, 100, 80)))
   with Context(NOOPT=noopt): out, gx, gw = _linear_grads(xn, wn, gn)
   x64, w64, g64 = xn.astype(np.float64), wn.astype(np.float64), gn.astype(np.float64)
   np.testing.assert_allclose(out, x64 @ w64.T, rtol=1e-4, atol=1e-4)
@@ -78,7 +80,7 @@ def test_second_order_through_the_transposed_gradient(monkeypatch):
   torch = pytest.importorskip("torch")
   monkeypatch.setattr(_cpu_renderer(), "cache_bytes", 4096)
   rng = np.random.default_rng(1)
-  xn, wn = rng.standard_normal((300, 32)).astype(np.float32), rng.standard_normal((24, 32)).astype(np.float32)
+  xn, wn = rng.standard_normal((300, 1024)).astype(np.float32), rng.standard_normal((24, 1024)).astype(np.float32)
   x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
   (gw,) = (x @ w.T).square().sum().gradient(w) if hasattr(Tensor, "gradient") else pytest.skip("no Tensor.gradient")
   gw.sum().backward()

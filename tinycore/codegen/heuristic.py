@@ -250,14 +250,14 @@ def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
 
 def matmul_grad_transposed(r: Renderer, m: sint, k: sint, n: sint, itemsize: int) -> bool:
   """Whether the weight gradient of x (m, k) @ w (k, n) is computed as (grad^T, stored) @ x rather than as the reduce
-  over m of grad and x read in place. In place, both operands step n and k elements per reduce step: a row of x per
-  step for the vector lanes, a few values of grad for the rows of the tile, each re-read once per tile and, at a
-  power-of-two row size past the cache, in the same few cache sets (GPT's 1024 tokens: 35-45 GFLOP/s on one AVX-512
-  core). With grad transposed (m*n elements copied) its rows stream along the reduce, and x is an ordinary second
-  operand (repacked into panels where matmul_panel says so). CPUs with vectors, where the two operands are past the cache
-  (GPT's 256x256 weights, 2 MB of operands, run at ~120 GFLOP/s in place)."""
-  if r.has_local or max(r.vector_widths) <= 1 or not all(isinstance(v, int) for v in (m, k, n)): return False
-  return bool(r.cache_bytes) and m >= 256 and k >= 16 and n >= 16 and m * (k + n) * itemsize > r.cache_bytes
+  over m of grad and x read in place. In place, both operands step a row (k and n elements) per reduce step: a row of x
+  for the vector lanes, a few values of grad for the rows of the tile, each re-read once per tile. Where a row is a
+  multiple of 4 KB (the span of one L1 way, a page), every row falls in the same few cache sets and the re-reads
+  miss (GPT's 1024-wide MLP over 1024 tokens: 35-47 GFLOP/s on one AVX-512 core; its 768-wide qkv, rows 3 KB apart,
+  runs at 83-85 in place). With grad transposed (m*n elements copied) its rows stream along the reduce and x is an
+  ordinary second operand (repacked into panels where matmul_panel says so). CPUs with vectors, operands past the cache."""
+  if r.has_local or max(r.vector_widths) <= 1 or not r.cache_bytes or not all(isinstance(v, int) for v in (m, k, n)): return False
+  return m >= 256 and m * (k + n) * itemsize > r.cache_bytes and any(d * itemsize % 4096 == 0 for d in (k, n))
 
 def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
   """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels
