@@ -241,6 +241,20 @@ class Pow(Function):
     gy = ((x == 0) & (y >= 0)).where(0.0, grad * self.out() * x.log()) if self.needs_input_grad[1] else None
     return gx, gy
 
+class Dot(Function):
+  """x @ w for a 2-D w (k, n) and x (..., k): the value composed by the Tensor side (Tensor.dot), recorded with gradients
+  written as matmuls themselves. The weight gradient x^T @ grad reduces over every row of x (a Linear's tokens), where
+  both operands are strided: it is computed with grad stored transposed first, so that its first operand streams along
+  the reduce and x is read (or repacked, Tensor.dot's panels) as the second operand of an ordinary matmul
+  (codegen/heuristic.py `matmul_grad_transposed` says when the copy pays)."""
+  def forward(self, x: LazyBuffer, w: LazyBuffer, value: LazyBuffer) -> LazyBuffer: return value
+  def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    x, w = self.parents
+    gx = grad.dot(w.transpose()) if self.needs_input_grad[0] else None
+    if not self.needs_input_grad[1]: return gx, None
+    x2, g2 = x.reshape(-1, x.shape[-1]), grad.reshape(-1, grad.shape[-1])
+    return gx, g2.transpose().contiguous().dot(x2).transpose()
+
 # *** reduce ***
 class Sum(Function):
   def forward(self, x: LazyBuffer, axis: tuple[int, ...]) -> LazyBuffer:

@@ -1,10 +1,12 @@
 """Tensor linear algebra: dot and matmul, einsum, and the matrix helpers built of them."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
-from tinycore.codegen.heuristic import matmul_panel
+from tinycore import function as F
+from tinycore.codegen.heuristic import matmul_grad_transposed, matmul_panel
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
+from tinycore.helpers import prod
 from tinycore.tensor.args import _broadcast_shape
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
@@ -26,6 +28,13 @@ def _panel(x: Tensor, w: Tensor) -> int:
   if (r := renderer_of(w.device)) is None or w.lazydata.st.real_strides() != (w.shape[1], 1): return 0
   return matmul_panel(r, w.shape[0], w.shape[1], w.dtype.itemsize)
 
+def _grad_transposed(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
+  """Whether x @ w records Dot (its weight gradient through a transposed copy of the output gradient): a 2-D w that
+  needs a gradient, x and w of one float dtype, on a device where the copy pays (`matmul_grad_transposed`)."""
+  if dtype is not None or w.ndim != 2 or x.ndim < 2 or x.dtype != w.dtype or not dtypes.is_float(w.dtype) or w.requires_grad is False: return False
+  if type(x).no_grad or not isinstance(rows := prod(x.shape[:-1]), int) or (r := renderer_of(w.device)) is None: return False
+  return matmul_grad_transposed(r, rows, w.shape[0], w.shape[1], w.dtype.itemsize)
+
 class LinalgMixin:
   __slots__ = ()
 
@@ -39,6 +48,9 @@ class LinalgMixin:
     try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
     except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
     if (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
+    if _grad_transposed(self, w, dtype):
+      T = type(self)
+      return F.Dot.apply(self, w, value=T(self.lazydata, requires_grad=False).dot(T(w.lazydata, requires_grad=False)).lazydata)
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
