@@ -86,3 +86,24 @@ def test_warm_compiles_nothing_a_changed_opt_level_misses_damaged_entries_are_re
   for p in entries: p.write_bytes(p.read_bytes()[:-7] + b"garbage")
   again = run(tmp_path)
   assert again["compiled"] >= 1 and again["bits"] == cold["bits"]
+
+def test_kernels_sharing_helpers_compile_as_one_unit():
+  # vector typedefs, the NaN-propagating max and the vector exp2 appear in each kernel's source: once in the unit
+  from tinycore import Tensor
+  from tinycore.engine.realize import get_program_for
+  from tinycore.ops import Ops
+  from tinygrad_clang import one_unit
+  t = Tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), device="CLANG").realize()
+  progs = {}
+  for out in [(t * 0.5).exp(), t.max(1), (t * 2).exp().max(0), t.relu().max(1) + 1]:
+    for si in out.schedule():
+      if si.ast.op is Ops.SINK: progs.setdefault((p := get_program_for("CLANG", si.ast)).name, p)
+  srcs = [p.src for p in progs.values()]
+  assert len(srcs) >= 3 and sum("static inline" in s for s in srcs) >= 2
+  unit = one_unit(srcs)
+  for s in srcs:
+    for line in s.splitlines():
+      if line.startswith(("typedef ", "static inline")): assert unit.count(line) == 1
+  comp, _ = _clang()
+  libs = comp.compile_batch(srcs)  # (no CompileError: the shared helpers are not defined twice)
+  assert len(set(libs)) == 1
