@@ -1,9 +1,8 @@
 """Compiling small kernels several to one compiler run (engine/compiles.py, the CLANG compiler's compile_batch): the
 grouping, one shared object loaded once, a failing source isolated, and through the disk cache a warm process that
 compiles nothing and gets the same bits, a changed CLANG_OPT that misses the binary cache, damaged entries rebuilt."""
-import hashlib, os, subprocess, sys, textwrap
+import os, subprocess, sys, textwrap
 import numpy as np
-import pytest
 from tinycore.engine import compiles
 
 def test_small_sources_are_grouped_with_distinct_names_large_ones_alone():
