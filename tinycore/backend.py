@@ -157,6 +157,10 @@ class Compiler:
     if self.cachekey is None: return self.compile(src)
     if (lib := diskcache_get(self.cachekey, src)) is None: lib = diskcache_put(self.cachekey, src, self.compile(src))
     return lib
+  def compile_batch(self, srcs: list[str]) -> list[bytes]:
+    """The binaries of several sources whose kernel names differ (engine/compiles.py batches small kernels): a compiler
+    whose process start is costly compiles them in one run, and may return one binary holding them all for each."""
+    return [self.compile(s) for s in srcs]
   def disassemble(self, lib: bytes) -> str:
     """A readable listing of a binary (shown at DEBUG=5); empty when the backend has none."""
     return ""

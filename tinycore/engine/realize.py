@@ -4,7 +4,7 @@ Runners are cached in memory by (device, AST); compiled binaries are cached on d
 Compiler.compile_cached). DEBUG=2 prints one line per kernel with its time, GFLOPS and GB/s. A schedule over several
 devices (a sharded tensor's) runs each device's items on that device's queue (engine/queues.py states the order kept)."""
 from __future__ import annotations
-import concurrent.futures, dataclasses, functools, hashlib, inspect, os, pathlib, pickle, time
+import dataclasses, functools, hashlib, inspect, pathlib, pickle, time
 from typing import Any, Callable
 from tinycore.backend import CompileError
 from tinycore.device import Buffer, Device
@@ -16,7 +16,7 @@ from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
 from tinycore.engine.schedule import Schedule, ScheduleItem, mark_realized
 from tinycore.engine.queues import run_on_queues
-from tinycore.engine import programpool
+from tinycore.engine import compiles, programpool
 from tinycore.engine.memory import MEMPLAN, ScheduleFrees, free_plan
 from tinycore.uop.uop import UOp, pretty, sym_infer
 
@@ -127,12 +127,9 @@ def get_program_for(device: str, ast: UOp) -> ProgramSpec:
   return p
 
 def build_program(device: str, ast: UOp) -> tuple[str, ProgramSpec, bytes | None]:
-  """What a program worker (engine/programpool.py) builds: the program table, the program without its uops, its binary
-  (None where the compiler fails: the error is reported where the runner is made, with the kernel's source)."""
-  p = get_program_for(device, ast)
-  try: lib: bytes | None = Device[device].compiler.compile_cached(p.src)
-  except CompileError: lib = None
-  return program_table(device), dataclasses.replace(p, uops=[], ast=None), lib
+  """What a program worker (engine/programpool.py) builds: the program table, the program without its uops, and no
+  binary (this process compiles the schedule's programs together, engine/compiles.py)."""
+  return program_table(device), dataclasses.replace(get_program_for(device, ast), uops=[], ast=None), None
 
 def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec | None = None) -> CompiledRunner:
   key = (device, ast, BEAM.value, NOOPT.value)
@@ -142,13 +139,10 @@ def get_runner(device: str, ast: UOp, lib: bytes | None = None, p: ProgramSpec |
   except CompileError as e: raise CompileError(f"kernel {p.name} failed to compile on {device}:\n{e}\n--- source ---\n{p.src}") from None
   return r
 
-_compile_pool: concurrent.futures.ThreadPoolExecutor | None = None
-
 def prepare_runners(schedule: list[ScheduleItem]) -> None:
   """Build the runners a schedule still lacks: the programs missing from the disk cache in worker processes besides
-  this one (engine/programpool.py), the compiles of the others in parallel threads (the compilers are processes of
-  their own or release the GIL), so a cold start pays for the slowest kernels side by side."""
-  global _compile_pool
+  this one (engine/programpool.py), then their compiles, small kernels batched, side by side (engine/compiles.py), so
+  a cold start pays for the slowest kernels side by side. (PROFILE: each compile alone, a span each.)"""
   if len(schedule) < 2: return
   todo: dict[tuple, tuple[str, UOp]] = {}
   for si in schedule:
@@ -164,12 +158,12 @@ def prepare_runners(schedule: list[ScheduleItem]) -> None:
     built = dict(zip(missing, programpool.build_all(jobs, program_table, get_program_for, "tinycore.engine.realize:build_program",
                                                     workers=0 if VIZ or PROFILE.value else None)))
   progs = [(dev, ast, p if p is not None else built[i][0]) for i, ((dev, ast), p) in enumerate(zip(todo.values(), cached))]
-  if _compile_pool is None: _compile_pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
-  def build(i: int) -> bytes | None:
-    if i in built and built[i][1] is not None: return built[i][1]
-    try: return compile_program(progs[i][2])
-    except CompileError: return None  # get_runner compiles it again and reports the error with the kernel's source
-  for (dev, ast, p), lib in zip(progs, _compile_pool.map(build, range(len(progs)))): get_runner(dev, ast, lib, p)
+  # (a binary that is None here: get_runner compiles it again and reports the error with the kernel's source)
+  libs: list[bytes | None] = [None] * len(progs)
+  for dev in {d for d, _, _ in progs} if not PROFILE.value else ():
+    idx = [i for i, (d, _, _) in enumerate(progs) if d == dev]
+    for i, lib in zip(idx, compiles.compile_all(Device[dev].compiler, [(progs[i][2].name, progs[i][2].src) for i in idx])): libs[i] = lib
+  for (dev, ast, p), lib in zip(progs, libs): get_runner(dev, ast, lib, p)
 
 def lower_item(si: ScheduleItem) -> Runner | None:
   if si.ast.op is Ops.SINK: return get_runner(si.bufs[0].device, si.ast)

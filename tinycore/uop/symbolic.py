@@ -12,6 +12,10 @@ from tinycore.uop.uop import UOp, const_fold, sint
 from tinycore.uop.rewrite import UPat, PatternMatcher, graph_rewrite
 
 def _is_int(u: UOp) -> bool: return dtypes.is_int(u.dtype)
+# Unsigned arithmetic wraps (hashes, the random generator's rounds): it is never index math, and its sums are not made
+# linear. A hash adds each round's result to a running sum: flattened, every sum repeats the terms of the ones before
+# it (the threefry kernel's C was 128 KB, quadratic in the rounds, and took seconds to simplify and compile).
+def _is_index(u: UOp) -> bool: return dtypes.is_int(u.dtype) and not dtypes.is_unsigned(u.dtype)
 
 # The order of a sum's terms: by their keys, nested (op, repr(arg), sources' keys) tuples compared as tuples. A key is
 # interned (by its op, arg and the ids of its sources' keys), so equal keys are one object, and _Key compares two
@@ -88,7 +92,7 @@ def build_linear(terms: dict[UOp, int], const: int, like: UOp) -> UOp:
 
 def canonical(x: UOp) -> UOp | None:
   u = x
-  if not _is_int(u) or "canon" in u._cache: return None
+  if not _is_index(u) or "canon" in u._cache: return None
   t, c = linear_terms(u)
   ret = build_linear(t, c, u)
   return None if ret is u else ret
@@ -165,7 +169,7 @@ symbolic = PatternMatcher([
   (UPat(Ops.MUL, src=(UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
    lambda x, c1, c2: x * (c1.arg * c2.arg) if _is_int(x) else None),
   (UPat(Ops.MUL, src=(UPat(Ops.ADD, name="a"), UPat.cvar("c"))),
-   lambda a, c: a.src[0] * c + a.src[1] * c if _is_int(a) else None),
+   lambda a, c: a.src[0] * c + a.src[1] * c if _is_index(a) else None),
   (UPat(Ops.MUL, src=(UPat.cvar("c"), UPat.var("x"))), lambda c, x: x * c if x.op is not Ops.CONST else None),
   (UPat(Ops.ADD, name="x"), canonical),
   (UPat((Ops.IDIV, Ops.MOD), name="op", src=(UPat.var("x"), UPat.cvar("d"))),

@@ -1,7 +1,7 @@
 """tinygrad-clang: the CPU backend. Renders C, compiles it with clang (or the system C compiler) into a shared
 object, loads it with ctypes and runs kernels on host memory."""
 from __future__ import annotations
-import ctypes, functools, os, pathlib, shutil, subprocess, tempfile, threading, time
+import ctypes, functools, hashlib, os, pathlib, shutil, subprocess, tempfile, threading, time, weakref
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinycore.backend import Backend, BufferSpec, CompileError, Compiler, LRUAllocator, Program
@@ -17,8 +17,8 @@ TINYCORE_API_VERSION = "1.3.0"
 # IEEE semantics are kept (no -ffast-math): NaN and inf behave as in numpy; only a*b+c may become one fma.
 # -fno-trapping-math only says FP exceptions never trap (results are the same): without it GCC branches around
 # `(float)mask * x` (a relu or max gradient) rather than risk an exception, and mispredicts on real data (5x slower).
-# -march is CLANG_MARCH (see target.py), added where the compiler runs
-CFLAGS = ["-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
+# -march is CLANG_MARCH (see target.py) and -O is CLANG_OPT, added where the compiler runs
+CFLAGS = ["-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
 # THREADS=n: how many cores a kernel may use (default: all of them); kernels smaller than PARALLEL_MIN_WORK run on one
 THREADS = max(1, getenv("THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
 PARALLEL_MIN_WORK, CHUNKS_PER_CORE = getenv("PARALLEL_MIN_WORK", 1 << 16), getenv("CHUNKS_PER_CORE", 4)
@@ -249,7 +249,7 @@ class ClangCompiler(Compiler):
     if self.cc is None: raise CompileError("no C compiler found: install clang (apt-get install clang) or gcc, or set CC")
     # -march=native means this CPU: its model is part of the key (a binary from another CPU may not run here)
     self.target = cpu_target(self.cc)
-    self.flags = [*CFLAGS, f"-march={self.target.march}"]
+    self.flags = [*CFLAGS, f"-O{getenv('CLANG_OPT', 2)}", f"-march={self.target.march}"]
     self.cachekey = f"clang:{self.cc}:{_cc_version(self.cc)}:{' '.join(self.flags)}:cpu={self.target.cpu_model}"
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory() as d:
@@ -257,6 +257,38 @@ class ClangCompiler(Compiler):
       proc = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
       if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
       with open(out, "rb") as f: return f.read()
+  def compile_batch(self, srcs: list[str]) -> list[bytes]:
+    # one translation unit for all, one shared object: the compiler's start (driver, cc1, assembler, linker: ~50 ms of
+    # CPU with GCC) is paid once; each kernel's binary is that object (ClangProgram loads it once per process)
+    with tempfile.TemporaryDirectory() as d:
+      out = os.path.join(d, "kernels.so")
+      proc = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=one_unit(srcs).encode(), capture_output=True)
+      if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
+      return [pathlib.Path(out).read_bytes()] * len(srcs)
+
+def _top_level(src: str) -> list[str]:
+  """A source's top-level declarations (typedefs, helper functions, the kernel), each as its text."""
+  out, cur, depth = [], [], 0
+  for line in src.splitlines():
+    cur.append(line)
+    depth += line.count("{") - line.count("}")
+    if depth == 0 and line.rstrip().endswith((";", "}")):
+      out.append("\n".join(cur))
+      cur = []
+  return out + (["\n".join(cur)] if cur else [])
+
+def one_unit(srcs: list[str]) -> str:
+  """Several kernels' sources as one C file: the helpers and typedefs they share (the same text) once. (Two helpers of
+  one name and different text would not compile: the caller then compiles each source alone.)"""
+  seen: set[str] = set()
+  out = []
+  for src in srcs:
+    for decl in _top_level(src):
+      if decl.startswith(("typedef ", "static ")):
+        if decl in seen: continue
+        seen.add(decl)
+      out.append(decl)
+  return "\n".join(out) + "\n"
 
 class HostBuffer(np.ndarray):
   """Host memory as a numpy byte array that also knows its address (`addr`): reading `.ctypes.data` on every kernel
@@ -278,14 +310,21 @@ class ClangAllocator(LRUAllocator):
   def _as_buffer(self, src: np.ndarray) -> memoryview: return memoryview(src)
   def _offset(self, buf: np.ndarray, size: int, offset: int) -> np.ndarray: return _host(buf[offset:offset + size])
 
+_loaded: weakref.WeakValueDictionary[bytes, ctypes.CDLL] = weakref.WeakValueDictionary()  # (held by their programs)
+def _load(lib: bytes) -> ctypes.CDLL:
+  """The shared object, loaded once per process (a batch of kernels compiled together is one object, see compile_batch)."""
+  key = hashlib.sha256(lib).digest()
+  if (dll := _loaded.get(key)) is None:
+    # dlopen needs a file; it can be unlinked once loaded
+    with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f: f.write(lib)
+    try: _loaded[key] = dll = ctypes.CDLL(f.name)
+    finally: os.unlink(f.name)
+  return dll
+
 class ClangProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
-    # dlopen needs a file; it can be unlinked once loaded
-    with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f:
-      f.write(lib)
-    try: self.dll = ctypes.CDLL(f.name)
-    finally: os.unlink(f.name)
+    self.dll = _load(lib)
     self.fxn = getattr(self.dll, name)
     try: self.threads = ctypes.c_int.in_dll(self.dll, f"{name}_threads").value
     except ValueError: self.threads = 1
