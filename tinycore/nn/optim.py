@@ -12,6 +12,7 @@ from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from tinycore.errors import DTypeError
 from tinycore.helpers import dedup, getenv, TRAINING
 from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
+from tinycore.multi import MultiLazyBuffer, to_devices
 from tinycore.ops import Ops
 
 def _realize_inplace(ts: list[Tensor]) -> None:
@@ -30,12 +31,12 @@ def _like(x: float | Tensor, t: Tensor) -> Tensor:
   broadcast of every scalar operand (a constant, a reshape and an expand through Function.apply, most of the Python
   of an eager optimizer step before). The arithmetic is the same."""
   return Tensor(_like_lb(x, t), requires_grad=False)
-def _like_lb(x: float | Tensor | LazyBuffer, t: Tensor) -> LazyBuffer:
-  """_like's LazyBuffer (x may be a one-element LazyBuffer too)."""
+def _like_lb(x: float | Tensor | LazyBuffer | MultiLazyBuffer, t: Tensor) -> LazyBuffer:
+  """_like's LazyBuffer (x may be a one-element lazy buffer too)."""
   lb = t.lazydata
   if isinstance(x, Tensor): x = x.lazydata
-  if isinstance(x, LazyBuffer):
-    if x.device != lb.device: x = x.copy_to_device(lb.device)  # optimizer state moved to another device (offloaded)
+  if isinstance(x, (LazyBuffer, MultiLazyBuffer)):
+    if x.device != lb.device: x = to_devices(x, lb.device)  # optimizer state moved to another device (offloaded), or sharded
     return x.cast(lb.dtype).reshape((1,) * len(lb.shape)).expand(lb.shape)
   return lb.const(x)
 
