@@ -246,8 +246,9 @@ def test_learning_rate_changed_between_steps(how):
     np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 def test_adam_step_op_count():
-  # an Adam update over 4 parameters: ~22 Function.apply calls per parameter (it was ~45 with Tensor-level broadcasts
-  # of every hyperparameter); a bound, so that per-op Python does not creep back into every eager step
+  # an Adam update over 4 parameters is built on the lazy graph: no Function.apply at all (~22 per parameter with the
+  # Tensor-level arithmetic and assigns, ~45 with Tensor-level broadcasts of every hyperparameter); a bound, so that
+  # per-op Python does not creep back into every eager step
   from tinycore import function
   l1, l2 = nn.Linear(6, 8), nn.Linear(8, 3)
   o = optim.Adam(nn.state.get_parameters([l1, l2]), lr=0.01)
@@ -262,4 +263,19 @@ def test_adam_step_op_count():
     function.Function.apply = classmethod(counting)
     try: o.step()
     finally: function.Function.apply = classmethod(orig)
-  assert calls[0] <= 100, f"{calls[0]} Function.apply calls for an Adam step over 4 parameters"
+  assert calls[0] == 0, f"{calls[0]} Function.apply calls for an Adam step over 4 parameters"
+
+def test_adam_constants_kept_between_steps():
+  # the update's hyperparameter constants (b1, 1 - b1, eps, lr broadcast) are the same lazy nodes from step to step: a
+  # constant made again costs its Python every step and, once lifted into a buffer, a kernel writing it (1 - b1, a new
+  # float object each step, was made again on every step)
+  w = Tensor(W0.copy(), requires_grad=True)
+  o = optim.Adam([w], lr=0.01)
+  kept = []
+  for _ in range(3):
+    o.zero_grad()
+    (w * Tensor(X[:3, :4])).square().sum().backward()
+    o.step()
+    kept.append({k: v[1] for k, v in o._kept.items()})
+  assert len(kept[1]) >= 6 and kept[1].keys() == kept[2].keys()
+  assert [k for k in kept[1] if kept[1][k] is not kept[2][k]] == []

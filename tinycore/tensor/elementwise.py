@@ -17,6 +17,10 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 _EXACT_PRODUCT = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.float32: dtypes.float64}
 _PY_SCALARS = (float, int, bool)
 
+def _expanded(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+  """t (of shape's length, broadcast-compatible: checked by the caller) expanded to shape."""
+  return t if t.shape == shape else F.Expand.apply(t, shape=shape)
+
 class ElementwiseMixin:
   __slots__ = ()
 
@@ -55,6 +59,9 @@ class ElementwiseMixin:
     for a, b in zip(sx, sy):
       if a != b and a != 1 and b != 1: raise ShapeError(f"shapes {x.shape} and {y.shape} cannot be broadcast together")
       out.append(b if a == 1 else a)
+    if all_int(out):  # the shapes are checked: the Expand itself, without Tensor.expand's checks (most tensors here need none)
+      shape = tuple(out)
+      return _expanded(x.reshape(sx), shape), _expanded(y.reshape(sy), shape)
     return x.reshape(sx).expand(tuple(out)), y.reshape(sy).expand(tuple(out))
 
   def cast(self, dtype: DType | str) -> Tensor:

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Sequence
 from tinycore.dtype import dtypes
 from tinycore.helpers import prod
 from tinycore.errors import ShapeError, ArgumentError, DTypeError
+from tinycore.ops import Ops
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 class FunctionalMixin:
@@ -65,15 +66,26 @@ class FunctionalMixin:
     if not dtypes.is_int(Y.dtype): raise TypeError(f"labels must be an integer tensor, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ShapeError(f"labels of shape {Y.shape} do not match logits {self.shape} (expected {self.shape[:-1]})")
     log_probs = self.log_softmax()
-    mask = Y != ignore_index
-    # each label's log-probability, a gather (an ignored label reads class 0, masked out). A label out of range raises
-    # IndexError at the next sync: the labels are checked on the device, not read back here (a negative one, which the
-    # gather would count from the end, is reported as the number of classes)
-    y = mask.where((Y < 0).where(self.shape[-1], Y), 0)
-    picked = log_probs._gather(y.unsqueeze(-1), self.ndim - 1).squeeze(-1)
+    mask, y, count = self._labels(Y, ignore_index)
+    picked = log_probs._gather(y, self.ndim - 1).squeeze(-1)
     unreduced = mask.where(picked, 0)
     if label_smoothing: unreduced = (1 - label_smoothing) * unreduced + label_smoothing * (log_probs.mean(-1) * mask)
-    return -(unreduced.sum() / mask.sum() if reduction == "mean" else unreduced.sum() if reduction == "sum" else unreduced)
+    return -(unreduced.sum() / count if reduction == "mean" else unreduced.sum() if reduction == "sum" else unreduced)
+  def _labels(self, Y: Tensor, ignore_index: int) -> tuple[Tensor, Tensor, Tensor]:
+    """For logits self and labels Y: the mask of the labels that count (not ignore_index), the class each label reads
+    (shaped (..., 1) for a gather along the last dim) and the number that count (int32). An ignored label reads class
+    0 (masked out); a label out of range raises IndexError at the next sync: the labels are checked on the device by the
+    gather, not read back here (a negative one, which the gather would count from the end, reads the number of classes).
+    Integer ops without a gradient, made on the lazy graph (as Tensor ops they were 9 Function.apply, a fifth of an MLP's
+    forward); each result records a Link to Y, as the Tensor ops would."""
+    yl, n = Y.lazydata, self.shape[-1]
+    if not (dtypes.min(yl.dtype) <= min(ignore_index, 0) and max(ignore_index, n if isinstance(n, int) else 0) <= dtypes.max(yl.dtype)):
+      yl = yl.cast(dtypes.int64)  # (a comparison with a number outside the labels' dtype widens them, as numpy)
+    mask = yl.alu(Ops.CMPNE, yl.const(ignore_index))
+    y = mask.alu(Ops.WHERE, yl.alu(Ops.CMPLT, yl.const(0)).alu(Ops.WHERE, yl.const(n), yl), yl.const(0))
+    count = mask.cast(dtypes.int32).reduce(Ops.ADD, tuple(range(len(yl.shape)))).reshape(())
+    T = type(self)
+    return T(mask)._link(Y), T(y.reshape(y.shape + (1,)))._link(Y), T(count)._link(Y)
   def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits self (N, C, ...) against class indices Y (N, ...) or probabilities Y (N, C, ...), as torch."""
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")

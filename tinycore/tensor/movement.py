@@ -18,6 +18,12 @@ def _bind(t: Tensor, var_vals: dict[UOp, int]) -> Tensor:
   if var_vals: t.lazydata = t.lazydata.bind(var_vals)
   return t
 
+def _plain_sizes(shape: tuple) -> bool:
+  """Every size a plain non-negative int (no -1, None, numpy int or symbol)."""
+  for s in shape:
+    if s.__class__ is not int or s < 0: return False
+  return True
+
 class MovementMixin:
   __slots__ = ()
 
@@ -38,8 +44,11 @@ class MovementMixin:
     return [inferred if isinstance(s, int) and s == -1 else s for s in new_shape]
   def reshape(self, shape: Any, *args: Any) -> Tensor:
     """A view with a new shape of the same number of elements; one dim may be -1, None keeps that dim."""
-    new_shape = list(argfix(shape, *args))
-    # plain ints on both sides (the common case) have nothing symbolic to resolve or bind
+    fixed = argfix(shape, *args)
+    if _plain_sizes(fixed) and _plain_sizes(cur := self.shape) and prod(fixed) == prod(cur):
+      return self if fixed == cur else F.Reshape.apply(self, shape=fixed)  # the common case: nothing to infer or check
+    new_shape = list(fixed)
+    # plain ints on both sides have nothing symbolic to resolve or bind
     if not (all(s.__class__ is int for s in new_shape) and all_int(self.shape)):
       new_shape = [_sym(s) if s is not None else self.shape[i] for i, s in enumerate(new_shape)]
     if any(isinstance(s, UOp) for s in new_shape + list(self.shape)):

@@ -8,6 +8,7 @@ from tinycore.dtype import DType, dtypes, to_dtype
 from tinycore.helpers import prod, ceildiv
 from tinycore.lazy import LazyBuffer
 from tinycore.errors import ShapeError
+from tinycore.ops import Ops
 from tinycore.uop.uop import UOp
 from tinycore.uop.symbolic import ssimplify
 if TYPE_CHECKING: from tinycore.tensor import Tensor
@@ -140,7 +141,10 @@ class ReduceMixin:
   def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """self - logsumexp(self) along axis."""
     x = self.cast(to_dtype(dtype)) if dtype is not None else self._float()
-    m = x - x.detach().max(axis, keepdim=True)
+    # the shift by the max carries no gradient: made on the lazy graph (the graph of `x.detach().max(axis, keepdim=True)`
+    # broadcast to x, without its Function.apply), a Link to x as detach records
+    xl = x.lazydata
+    m = x - type(self)(xl.reduce(Ops.MAX, x._axes(axis)).expand(xl.shape), requires_grad=False)._link(x)
     return m - m.exp().sum(axis, keepdim=True).log()
 
   # *** cumulative ops and sorting ***
