@@ -214,31 +214,3 @@ def test_eager_step_frees_the_forward(monkeypatch):
       assert all(t.grad.lazydata.is_realized() for t in tws)
       for t, ref in zip(tws, _mlp_ref(x, ws)): np.testing.assert_allclose(t.grad.numpy(), ref, rtol=1e-4, atol=1e-4)
   assert loss.item() > 0
-
-def test_allocator_cache_holds_no_more_than_a_new_buffer_needs():
-  """Buffers of changing sizes freed and allocated in turn (a network's layers in an eager step): the memory the
-  allocator holds (live + cached) exceeds the most bytes live at once by one buffer at most; keeping every freed buffer by its size
-  held the sum over sizes of the most buffers of each size alive at once (here all 8 sizes). Exact sizes are still
-  reused from the cache."""
-  from tinycore.backend import LRUAllocator, BufferSpec
-  class Counting(LRUAllocator):
-    def __init__(self):
-      super().__init__()
-      self.held, self.made = 0, 0
-    def _alloc(self, size: int, options: BufferSpec) -> tuple[int, int]:
-      self.held, self.made = self.held + size, self.made + 1
-      return (self.made, size)
-    def _free(self, opaque: tuple[int, int], options: BufferSpec) -> None: self.held -= opaque[1]
-  a = Counting()
-  sizes = [NB * (k + 1) for k in range(8)]
-  for _ in range(3):  # (a step: each size allocated while the previous one is live, then freed)
-    prev = None
-    for s in sizes:
-      h = a.alloc(s)
-      assert a.held <= sizes[-2] + 2 * sizes[-1]  # (the most bytes live at once, and one buffer more)
-      if prev is not None: a.free(*prev)
-      prev = (h, s)
-    a.free(*prev)
-  made = a.made
-  h = a.alloc(sizes[-1])  # the last size freed: reused, nothing new allocated
-  assert a.made == made and h[1] == sizes[-1]

@@ -121,32 +121,16 @@ class Allocator:
     raise NotImplementedError
 
 class LRUAllocator(Allocator):
-  """Keeps freed buffers by (size, options) and hands them out again: fresh memory costs page faults. `_free` runs
-  when the cache is emptied (on a MemoryError, or `free_cache()`), for buffers allocated with BufferSpec(nolru=True),
-  and for cached buffers of other sizes that a new allocation takes the place of (`_make_room`)."""
+  """Keeps freed buffers by (size, options) and hands them out again: fresh memory costs page faults. `_free` runs only
+  when the cache is emptied (on a MemoryError, or `free_cache()`) or for buffers allocated with BufferSpec(nolru=True)."""
   def __init__(self) -> None: self.cache: dict[tuple[int, BufferSpec | None], list[Any]] = {}
   def alloc(self, size: int, options: BufferSpec | None = None) -> Any:
     """A cached buffer of this size and options when there is one, else a new one (on MemoryError: the cache freed, once more)."""
     if (c := self.cache.get((size, options))): return c.pop()
-    if self.cache: self._make_room(size)
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()
       return super().alloc(size, options)
-  def _make_room(self, size: int) -> None:
-    """Before a new buffer of `size` bytes: free cached buffers (oldest sizes first) of as many bytes, when the cache
-    holds that many. A realize frees each intermediate after its last reader; with sizes that differ (a network's
-    layers), kept whole the cache would hold the most buffers of each size ever alive at once, not the most bytes:
-    for ResNet-18's eager step, 130 MB above the 337 MB of live buffers."""
-    if sum(k[0] * len(v) for k, v in self.cache.items()) < size: return
-    freed = 0
-    for key in list(self.cache):
-      bufs = self.cache[key]
-      while bufs and freed < size:
-        self._free(bufs.pop(), key[1] or BufferSpec())
-        freed += key[0]
-      if not bufs: del self.cache[key]
-      if freed >= size: return
   def free_cache(self) -> None:
     """Frees every cached buffer with _free."""
     for (_, opt), bufs in self.cache.items():
