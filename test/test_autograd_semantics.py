@@ -128,12 +128,21 @@ def test_requires_grad_true_is_pytorch_mode(dev):
   assert h.requires_grad is True and loss.requires_grad is True
   loss.backward()
   tw, tx = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0])
-  (tx * tw).sum().backward()
+  tl = (tx * tw).sum()
+  tl.backward()
   close(w.grad.numpy(), tw.grad.numpy())
   assert x.grad is None and h.grad is None and loss.grad is None
-  # gradient() still answers for any tensor
+  # the graph was let go, as PyTorch's (its forward values freed once the gradients were computed): walking it again
+  # raises, as torch does; with retain_graph=True it is kept and gradient() still answers for any tensor
+  with pytest.raises(RuntimeError, match="retain_graph"): loss.gradient(x)
+  with pytest.raises(RuntimeError, match="retain_graph"): loss.backward()
+  with pytest.raises(RuntimeError): tl.backward()
+  h = x * w
+  loss = h.sum().backward(retain_graph=True)
   gx, = loss.gradient(x)
   assert gx.tolist() == [1.0, 2.0]
+  loss.backward()
+  close(w.grad.numpy(), 3 * tw.grad.numpy())
 
 def test_realize_makes_a_leaf_like_tinygrad(dev):
   x = Tensor([1.0, 2.0, 3.0], device=dev)

@@ -93,7 +93,13 @@ class Optimizer:
     with Tensor.test():  # no_grad
       updates, state = self._step(with_grad, [p.grad.detach() if p.grad is not None else None for p in with_grad])  # type: ignore[misc]
       for p, u in zip(with_grad, updates): _write(p, p.lazydata.alu(Ops.ADD, u.lazydata.alu(Ops.NEG)))  # p - u
-    return with_grad + state + self.buffers
+    # the gradients are realized with the update (into buffers of their own, as torch's): left lazy, each one's graph
+    # would hold the activations and backward values it is computed from, during the step and until the next one.
+    # Last parameter first: the schedule follows this order, and a model's parameters are listed in forward order
+    # (get_parameters), so each weight gradient is then computed soon after the backward value it reads (as torch's
+    # backward does), not after the whole backward chain that keeps every activation and backward value alive.
+    grads = [p.grad for p in with_grad if not p.grad.lazydata.is_realized()]  # type: ignore[union-attr]
+    return (with_grad + state + self.buffers + grads)[::-1]
 
   def _step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """Per parameter the amount to subtract, and the state tensors that were assigned."""

@@ -10,6 +10,13 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 _FLOATS = frozenset(dtypes.floats)
 
+class _Freed(F.Function):
+  """What a recorded tensor's graph is once backward() has used and let go of it (see AutogradMixin.backward): no
+  parents, so the inputs and saved values of its Function (forward activations) are held no longer. A later walk
+  that meets it raises (as PyTorch's), rather than giving zeros for what lay behind it."""
+  def __init__(self) -> None: self.parents, self.needs_input_grad = (), ()
+_FREED = _Freed()
+
 
 def _link_of(x: tuple[Tensor, ...]) -> F.Link | None:
   """A Link to x, or None where no input leads anywhere: leaves marked requires_grad=False get no .grad, and holding
@@ -102,19 +109,28 @@ class AutogradMixin:
       stack.append((t, True))
       stack.extend((p, False) for p in t._ctx.parents if id(p) not in seen)
     return order
-  def _grads(self, gradient: Tensor | None, targets: set[int] | None, marked: bool = False) -> tuple[list[Tensor], dict[int, Tensor]]:
+  def _grads(self, gradient: Tensor | None, targets: set[int] | None, marked: bool = False,
+             free: bool = False) -> tuple[list[Tensor], dict[int, Tensor]]:
+    """The graph's tensors that gradients flow to (parents of the recorded tensors walked, in that order, repeats
+    included) and the gradient of each by id. free: each recorded tensor's graph is let go (_FREED) once its
+    Function's backward ran, so that a forward activation nothing else holds can be freed by the realize that
+    computes the gradients, after their last reader."""
     if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float Tensors have gradient, this one is {self.dtype}")
     if gradient is None:
       if self.numel() != 1: raise RuntimeError(f"backward() without a gradient needs a scalar, this tensor has shape {self.shape}")
       gradient = type(self)(1.0, dtype=self.dtype, device=self.device, requires_grad=False).reshape(self.shape)
     if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
     order = self._deepwalk()
+    if any(t._ctx is _FREED for t in order):
+      raise RuntimeError("a gradient through a graph a backward() let go: parameters marked requires_grad=True (PyTorch's "
+                         "rule) make backward() free the graph it walked; pass retain_graph=True to that backward to keep it")
     if targets is not None:  # only what lies on a path to a target
       keep = set(targets)
       for t in order:
         if any(id(p) in keep for p in t._ctx.parents): keep.add(id(t))  # type: ignore[union-attr]
       order = [t for t in order if id(t) in keep]
     if marked: order = [t for t in order if t._rg is True]  # requires_grad=True flows from the marked leaves to what uses them
+    reached = [p for t in order for p in t._ctx.parents]  # type: ignore[union-attr]
     grads: dict[int, Tensor] = {id(self): gradient}
     for t0 in reversed(order):
       ctx = t0._ctx
@@ -130,7 +146,8 @@ class AutogradMixin:
         if g is None or not need: continue
         if g.shape != t.shape: raise RuntimeError(f"{type(ctx).__name__} gave a gradient of shape {g.shape} for an input of shape {t.shape}")
         grads[id(t)] = g if id(t) not in grads else grads[id(t)] + g
-    return order, grads
+      if free: t0._ctx = _FREED
+    return reached, grads
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
     """d(self)/d(target) for each target (a vector-Jacobian product with `gradient` when self is not a scalar). The
     results are recorded like any computation: differentiate them again for higher orders. A target self does not
@@ -139,17 +156,19 @@ class AutogradMixin:
       if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float Tensors have gradient, a target is {t.dtype}")
     _, grads = self._grads(gradient, {id(t) for t in targets})
     return [grads[id(t)] if id(t) in grads else type(self)(t.lazydata.const(0), requires_grad=False) for t in targets]
-  def backward(self, gradient: Tensor | None = None) -> Tensor:
+  def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> Tensor:
     """Add d(self)/d(t) into t.grad for every float tensor t in the graph of self (leaves, intermediates and self) that
-    is not requires_grad=False, as tinygrad; when the graph holds a tensor marked requires_grad=True (an Optimizer marks
-    its parameters), only for the marked leaves, as PyTorch. The graph is kept: a second backward() adds again. .grad
-    holds plain values, not recorded; use gradient() for gradients to differentiate again."""
+    is not requires_grad=False, as tinygrad: the graph is kept, a second backward() adds again. When the graph holds a
+    tensor marked requires_grad=True (an Optimizer marks its parameters), only for the marked leaves, as PyTorch, and,
+    as PyTorch, the marked part of the graph is let go (unless retain_graph): its forward activations are then freed
+    as soon as the gradients are computed from them, not held until the next step (a second backward through it
+    raises). .grad holds plain values, not recorded; use gradient() for gradients to differentiate again."""
     marked = self._rg is True
     prev, type(self).no_grad = self.no_grad, True
     try:
-      order, grads = self._grads(gradient, None, marked)
+      reached, grads = self._grads(gradient, None, marked, free=marked and not retain_graph)
       seen: set[int] = set()
-      for t in itertools.chain((self,), (p for t0 in order for p in t0._ctx.parents)):  # type: ignore[union-attr]
+      for t in itertools.chain((self,), reached):
         if id(t) in seen or t._rg is False or (marked and (t._rg is not True or t._ctx is not None)): continue
         seen.add(id(t))
         if (g := grads.get(id(t))) is None:  # in the graph, but no gradient reaches it (through a Link): zeros, as tinygrad
