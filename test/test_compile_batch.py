@@ -21,6 +21,19 @@ def _clang():
   dev = Device["CLANG"]
   return dev.compiler, dev.program
 
+def test_kernels_with_the_same_binary_and_different_arguments_run_each_with_its_own():
+  # parameters a kernel never reads do not change its code: `E_16(out)` and `E_16(out, a, b, c, d)` storing the same
+  # constant compile to the same bytes, so they share one loaded library; the first call's argument types must not
+  # stick to the second kernel (it raised "takes at least 5 arguments (1 given)": x ** 0.0 then x ** 1.0)
+  comp, program = _clang()
+  five = "void E_9(float* restrict d0, const float* restrict d1, const float* restrict d2, const float* restrict d3, const float* restrict d4) { for (int j = 0; j < 4; j++) d0[j] = 1.0f; }"
+  one = "void E_9(float* restrict d0) { for (int j = 0; j < 4; j++) d0[j] = 1.0f; }"
+  a, b = program("CLANG", "E_9", comp.compile(five)), program("CLANG", "E_9", comp.compile(one))
+  bufs = [np.zeros(4, np.float32) for _ in range(5)]
+  a(*bufs)
+  b(bufs[1])
+  np.testing.assert_array_equal(np.stack([bufs[0], bufs[1]]), np.ones((2, 4), np.float32))
+
 def test_a_batch_is_one_library_loaded_once_and_each_kernel_runs():
   comp, program = _clang()
   srcs = [f"void k{i}(float* restrict out, const float* restrict a) {{ for (int j = 0; j < 8; j++) out[j] = a[j] * {i + 2}.0f; }}"

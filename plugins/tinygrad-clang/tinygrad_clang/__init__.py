@@ -325,7 +325,9 @@ class ClangProgram(Program):
   def __init__(self, device: str, name: str, lib: bytes):
     super().__init__(device, name, lib)
     self.dll = _load(lib)
-    self.fxn = getattr(self.dll, name)
+    # its own function object (dll[name], not the attribute ctypes keeps): two kernels whose binaries are the same
+    # bytes (parameters they never read do not change the code) share one library, but not the argtypes set at a call
+    self.fxn = self.dll[name]
     try: self.threads = ctypes.c_int.in_dll(self.dll, f"{name}_threads").value
     except ValueError: self.threads = 1
     if self.threads > 1:
