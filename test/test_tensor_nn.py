@@ -85,6 +85,19 @@ def test_conv2d_gradients(hw, k, cfg, dev):
     return tF.conv2d(x, w, stride=cfg.get("stride", 1), padding=p, dilation=cfg.get("dilation", 1), groups=groups)
   check(lambda x, w: x.conv2d(w, **cfg), tref, [x, w], dev, atol=1e-5)
 
+@pytest.mark.parametrize("kh,kw", [(2, 1), (2, 3), (3, 3), (3, 5)])
+def test_conv2d_one_input_channel_gradient_of_a_sum(kh, kw, dev):
+  # tinygrad's test_conv2d_bs_1_cin_1: the output gradient of .sum() is a constant, the input gradient a convolution
+  # of that padded constant with the flipped weight, whose kernel GCC 12's loop vectorizer got wrong (see the CLANG
+  # plugin's _workarounds); checked against torch
+  x, w = rnd(1, 1, 5, 7), rnd(6, 1, kh, kw, seed=1)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  tF.conv2d(tx, tw).sum().backward()
+  X, W = Tensor(x, device=dev, requires_grad=True), Tensor(w, device=dev, requires_grad=True)
+  X.conv2d(W).sum().backward()
+  np.testing.assert_allclose(X.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+
 def test_conv2d_second_order(dev):
   # the gradient rule is built of differentiable ops: the input gradient's own gradient matches torch's
   x, w = rnd(2, 3, 6, 6), rnd(4, 3, 3, 3, seed=1)
