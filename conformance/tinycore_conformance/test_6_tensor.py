@@ -212,6 +212,10 @@ BACKWARD = [TC(n, "backward", ins, e, r, rtol=1e-4, atol=1e-4, dtype=F32, grad=T
    "((R.softmax(a) * b.sum(axis=1, keepdims=True) - b) / 6, -R.log_softmax(a) / 6)"),
   ("grad of conv2d", (s32(2, 2, 6, 6), s32(3, 2, 3, 3)), "(a.conv2d(b) * a.conv2d(b)).sum()",
    "R.conv2d_grads(a, b, 2 * R.conv2d(a, b))"),
+  # the output gradient of a sum is a constant: the input gradient convolves it, padded, with the flipped weight (GCC 12's
+  # loop vectorizer summed that kernel wrong for one input channel: tinygrad's test_conv2d_bs_1_cin_1)
+  ("grad of conv2d sum, one input channel", (s32(1, 1, 5, 7), s32(6, 1, 2, 3)), "a.conv2d(b).sum()",
+   "R.conv2d_grads(a, b, np.ones((1, 6, 4, 5), np.float32))"),
   ("grad through movement", (s32(4, 6),), "(a.permute(1, 0).pad(((1, 0), (0, 2))) * 3).reshape(-1)[5:17].sum()",
    "(np.pad(np.ones(12), (5, 7 * 6 - 17))[:7 * 6].reshape(7, 6)[1:, :4].T * 3,)"),
   # a log-depth scan's gradient: many kernels of hundreds of nodes (one kernel of ~10,000 nodes before the size limit)
