@@ -1,9 +1,10 @@
 """Compiling small kernels several to one compiler run (engine/compiles.py, the CLANG compiler's compile_batch): the
 grouping, one shared object loaded once, a failing source isolated, and through the disk cache a warm process that
 compiles nothing and gets the same bits, a changed CLANG_OPT that misses the binary cache, damaged entries rebuilt."""
-import os, subprocess, sys, textwrap
+import textwrap
 import numpy as np
 from tinycore.engine import compiles
+from test.fresh_process import run_fresh
 
 def test_small_sources_are_grouped_with_distinct_names_large_ones_alone():
   big = "x" * compiles.BATCH_SRC_MAX
@@ -78,12 +79,7 @@ PROG = textwrap.dedent("""
   """)
 
 def run(cache, **env) -> dict:
-  e = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEBUG", "NOOPT", "BEAM", "CLANG_MARCH", "CLANG_OPT", "PROFILE")}
-  e.update({"TINYCORE_CACHE_DIR": str(cache), "PROGRAM_WORKERS": "0"}, **{k: str(v) for k, v in env.items()})
-  r = subprocess.run([sys.executable, "-c", PROG], capture_output=True, text=True, env=e, timeout=300)
-  assert r.returncode == 0, r.stderr
-  out = {key: val for key, _, val in (line.rpartition(" ") for line in r.stdout.splitlines())}
-  assert out["close"] == "True", r.stdout
+  out = run_fresh(PROG, cache, **env)
   return {"compiled": int(out["compiled"]), "bits": out["bits"]}
 
 def test_warm_compiles_nothing_a_changed_opt_level_misses_damaged_entries_are_rebuilt(tmp_path):

@@ -1,7 +1,8 @@
 """The on-disk program cache (engine/realize.py): a warm process runs no code generator, gets bit-identical results,
 misses the cache when a knob that changes the program changes, and rebuilds an entry it cannot use."""
-import hashlib, os, pickle, platform, subprocess, sys, textwrap
+import hashlib, pickle, platform, textwrap
 import pytest
+from test.fresh_process import run_fresh
 
 # a few kernels of different kinds (matmul, conv, reduces, elementwise with a transcendental), checked against numpy
 # float64, with the result's bytes hashed (the warm run must give the same bits) and the code generator's runs counted
@@ -29,13 +30,8 @@ PROG = textwrap.dedent("""
   print("codegen runs", len(runs))
   """)
 
-def run(cache, **env) -> dict[str, str]:
-  e = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEBUG", "NOOPT", "BEAM", "CLANG_MARCH")}
-  e.update({"TINYCORE_CACHE_DIR": str(cache), "PROGRAM_WORKERS": "0"}, **{k: str(v) for k, v in env.items()})
-  r = subprocess.run([sys.executable, "-c", PROG], capture_output=True, text=True, env=e, timeout=300)
-  assert r.returncode == 0, r.stderr
-  out = {key: val for key, _, val in (line.rpartition(" ") for line in r.stdout.splitlines())}
-  assert out["close"] == "True", r.stdout
+def run(cache, **env) -> dict:
+  out = run_fresh(PROG, cache, **env)
   return {"runs": int(out["codegen runs"]), "bits": out["bits"]}
 
 def test_warm_process_runs_no_code_generator_and_gives_the_same_bits(tmp_path):
