@@ -27,10 +27,13 @@ def test_panel_rule():
   assert conv_weight_panel(cpu((16, 8, 4)), 48) == 1, "48 channels are no whole panels of 32"
   assert conv_weight_panel(cpu((1,)), 512) == 1 and conv_weight_panel(Renderer(has_local=True, vector_widths=(4,)), 512) == 1
 
-def test_a_trained_weight_stays_channels_last():
+def test_a_trained_weight_in_panels_too():
+  # (it was stored channels-last whole: each reduce step of layer4's conv on a 4x4 image read 2 vectors out of 512-wide
+  # rows, a new page almost every step; its gradients read the weight as it is, not the forward's copy)
   w = 2 * max(_cpu_renderer().vector_widths)
   assert weight_panel(Tensor.empty(2 * w, 8, 3, 3)) == w
-  assert weight_panel(Tensor.empty(2 * w, 8, 3, 3, requires_grad=True)) == 2 * w, "a parameter being trained: one panel of all channels"
+  assert weight_panel(Tensor.empty(2 * w, 8, 3, 3, requires_grad=True)) == w, "a parameter being trained: panels too"
+  assert weight_panel(Tensor.empty(3 * w // 2, 8, 3, 3, requires_grad=True)) == 3 * w // 2, "no whole panels: channels-last"
 
 def test_panel_view_splits_back_into_one_view():
   # a weight stored in panels and viewed in its own shape, split into its panels again (what conv2d reads): one view
@@ -41,18 +44,42 @@ def test_panel_view_splits_back_into_one_view():
   st = ShapeTracker.from_shape((3, 4)).permute((1, 0)).reshape((12,)).shrink(((0, 9),))
   assert st.reshape((3, 3)).shape == (3, 3)
 
-@pytest.mark.parametrize("regs", [16, 32])
-def test_conv_tile_fits_the_register_file(regs):
+def _conv_tile(regs: int, n: int, hw: int) -> tuple[Kernel, int]:
   r = copy.copy(_cpu_renderer())
   r.vector_registers = regs
   w = max(r.vector_widths)
-  x, wt, b = Tensor.empty(1, 16, 7, 7), Tensor.empty(4 * w, 16, 3, 3), Tensor.empty(4 * w)
+  x, wt, b = Tensor.empty(n, 16, hw, hw), Tensor.empty(4 * w, 16, 3, 3), Tensor.empty(4 * w)
   si = [s for s in x.conv2d(wt, b, padding=1).relu().schedule() if s.ast.op is Ops.SINK][-1]
-  k = hand_coded_optimizations(Kernel(si.ast, r))
+  return hand_coded_optimizations(Kernel(si.ast, r)), w
+
+@pytest.mark.parametrize("regs", [16, 32])
+def test_conv_tile_fits_the_register_file(regs):
+  k, w = _conv_tile(regs, 1, 7)
   accs = prod(k.full_shape[d] for d in k.dims("U")) // w
   # two vectors of a panel x the image's 7 columns, the window's 3 columns unrolled (was 7 x 1 vector, window rows and columns unrolled)
   assert accs == 14 and sorted(k.full_shape[d] for d in k.dims("U")) == [2, 7, w] and [k.full_shape[d] for d in k.dims("u")] == [3], \
     (k.applied_opts, k.full_shape, k.kinds)
+
+def test_conv_tile_on_a_narrow_image():
+  # a 4x4 image (layer4 of a 112x112 ResNet): its 4 columns x 2 of its rows x the panel's two vectors (16 accumulators);
+  # the vector lanes along the output channels, not the 4 columns the output is contiguous along (the weight's vectors
+  # then were gathers of 4 values)
+  k, w = _conv_tile(32, 2, 4)
+  assert sorted(k.full_shape[d] for d in k.dims("U")) == [2, 2, 4, w], (k.applied_opts, k.full_shape, k.kinds)
+  from tinycore.codegen.lowerer import pick_vector_dim
+  assert pick_vector_dim(k) == (k.dims("U")[[k.full_shape[d] for d in k.dims("U")].index(w)], w)
+
+def test_max_pool_gets_vector_lanes():
+  # a 3x3/2 max pool reads every other column: no input is contiguous along an output dim; its lanes gather (was scalar)
+  r = _cpu_renderer()
+  si = [s for s in Tensor.empty(1, 4, 16, 16).max_pool2d(3, 2, padding=1).schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  assert prod(k.full_shape[d] for d in k.dims("U")) >= 8, (k.applied_opts, k.full_shape, k.kinds)
+  xn = np.random.default_rng(0).standard_normal((2, 3, 17, 16)).astype(np.float32)
+  xn[0, 1, 4, 5] = np.nan
+  xp = np.pad(xn, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+  ref = sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, ::2, ::2].max(axis=(-1, -2))
+  np.testing.assert_array_equal(Tensor(xn).max_pool2d(3, 2, padding=1).numpy(), ref)
 
 def _conv_ref(x, w, b, stride, pad):
   xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
@@ -60,8 +87,9 @@ def _conv_ref(x, w, b, stride, pad):
   return np.einsum("ncyxhw,ochw->noyx", win, w) + b[None, :, None, None]
 
 @pytest.mark.parametrize("n,cin,cout_vecs,hw,k,stride,residual", [(1, 16, 4, 7, 3, 1, True), (2, 8, 2, 12, 3, 2, False), (1, 3, 4, 9, 7, 2, False),
-                                                                  (2, 8, 2, 14, 1, 1, True)])
-def test_conv_in_panels_forward_and_input_gradient(n, cin, cout_vecs, hw, k, stride, residual):
+                                                                  (2, 8, 2, 14, 1, 1, True), (3, 8, 2, 4, 3, 1, True)])
+@pytest.mark.parametrize("trained", [False, True])
+def test_conv_in_panels_forward_and_gradients(n, cin, cout_vecs, hw, k, stride, residual, trained):
   torch = pytest.importorskip("torch")
   cout = cout_vecs * max(_cpu_renderer().vector_widths)
   rng = np.random.default_rng(0)
@@ -69,13 +97,14 @@ def test_conv_in_panels_forward_and_input_gradient(n, cin, cout_vecs, hw, k, str
   ref = _conv_ref(xn, wn, bn, stride, k // 2)
   rn = rng.standard_normal(ref.shape)
   ref = np.maximum(ref + rn if residual else ref, 0)
-  x, w = Tensor(xn.astype(np.float32), requires_grad=True), Tensor(wn.astype(np.float32))  # w: requires_grad None, stored in panels
+  x, w = Tensor(xn.astype(np.float32), requires_grad=True), Tensor(wn.astype(np.float32), requires_grad=trained or None)  # in panels
   out = x.conv2d(w, Tensor(bn.astype(np.float32)), stride=stride, padding=k // 2)
   out = (out + Tensor(rn.astype(np.float32)) if residual else out).relu()
   gn = rng.standard_normal(ref.shape)
   (out * Tensor(gn.astype(np.float32))).sum().backward()
   np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
-  xt = torch.tensor(xn, requires_grad=True)
-  ot = torch.nn.functional.conv2d(xt, torch.tensor(wn), torch.tensor(bn), stride=stride, padding=k // 2)
+  xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  ot = torch.nn.functional.conv2d(xt, wt, torch.tensor(bn), stride=stride, padding=k // 2)
   ((torch.relu(ot + torch.tensor(rn)) if residual else torch.relu(ot)) * torch.tensor(gn)).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+  if trained: np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)

@@ -39,18 +39,24 @@ def conv_forward_tile(k: Kernel) -> bool:
   # a dim longer than a panel (a trained weight, channels-last) only with a window to reduce over: not a matmul (matmul tiles: heuristic.py)
   if k.full_shape[panel[0]] != 2 * w and not (len(red) > 1 and k.full_shape[red[-1]] <= 7): return False
   weight = strides(k, panel[0]).index(1)
-  cols = [d for d in k.dims("g") if (s := strides(k, d))[weight] == 0 and all(isinstance(x, int) and x != 0 for i, x in enumerate(s) if i != weight)]
-  if not cols: return False
+  def pixels(t: Kernel) -> list[int]:  # output dims the weight is broadcast along and every input read along: images, rows, columns
+    return [d for d in t.dims("g") if (s := strides(t, d))[weight] == 0 and all(isinstance(x, int) and x != 0 for x in s[:weight] + s[weight + 1:])]
+  if not (cols := pixels(k)): return False
   size = k.full_shape[cols[-1]]
-  # (vectors, rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
-  vecs, rows = max(((v, a) for v in (2, 1) for a in range(1, min(size, 16) + 1) if size % a == 0 and a * v <= r.vector_registers - 2),
-                   key=lambda t: (t[0] * t[1], t[0]))
-  # an image narrower than 7 columns (layer4's 4x4 in a 112x112 training step) gives too few accumulators: 2 x 4 measured 2x slower
-  # there than the other tiles (codegen/heuristic.py)
-  if rows < 7: return False
+  # an image narrower than 7 columns (layer4's 4x4 in a 112x112 training step), its weight in panels: its columns whole x a
+  # few of the next pixel dim (its rows, or the images) as the rows (channels-last, 2x slower than heuristic.py's tile)
+  nxt = cols[-2] if size < 7 and len(cols) > 1 and k.full_shape[panel[0]] == 2 * w else None
+  more = [m for m in (1, 2, 3, 4) if nxt is not None and k.full_shape[nxt] % m == 0] or [1]
+  # (vectors, rows, more rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
+  vecs, rows, extra = max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
+                           if size % a == 0 and (m == 1 or a == size) and v * a * m <= r.vector_registers - 2),
+                          key=lambda t: (t[0] * t[1] * t[2], t[0]))
+  # fewer than 14 accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
+  if vecs * rows * extra < 14: return False
   t = k.copy()
   try:
-    if rows > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(cols[-1]), rows))
+    if extra > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(nxt), extra))
+    if rows > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(pixels(t)[-1]), rows))
     p = t.dims("g").index(panels(t)[0])  # (a split keeps the outer part in place; a dim upcast whole moves away)
     t.apply_opt(Opt(OptOps.UPCAST, p, w))
     if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, p, 2))

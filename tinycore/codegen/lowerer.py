@@ -52,22 +52,29 @@ LANE = "lane"  # the marker for the vector dim in a lowering context
 def pick_vector_dim(k: Kernel) -> tuple[int, int] | None:
   """The dim whose values become the lanes of vector values, and its width; None to lower only scalars.
 
-  An upcast output dim (U) is taken where the output is contiguous along it (a vector store); else an unrolled
-  reduce dim (u) where some input is contiguous along it (vector loads into a vector accumulator)."""
+  An upcast output dim (U) is taken where the output is contiguous along it (a vector store), unless a wider one is a
+  microkernel's lanes (an input loaded along it, another broadcast); else an unrolled reduce dim (u) where some input is
+  contiguous along it (vector loads into a vector accumulator); else an upcast dim an input is broadcast along, the
+  microkernel's lanes first."""
   widths = [w for w in getattr(k.renderer, "vector_widths", (1,)) if w > 1]
   vdts = getattr(k.renderer, "vector_dtypes", ())
   if not widths or not vdts or k.dims("G") or any(len(st.src) > 3 for st in k.ast.src): return None  # (a gated store stays scalar)
   out_sts = [k.st_for(st.src[1]) for st in k.ast.src]
   if any(st.src[2].dtype not in vdts for st in k.ast.src): return None
-  for d in reversed(k.dims("U")):
-    if k.full_shape[d] in widths and all(st.real_strides()[d] == 1 for st in out_sts): return d, k.full_shape[d]
   loads = [k.st_for(u.src[1]) for u in k.ast.toposort() if u.op is Ops.LOAD]
+  def microkernel(d: int) -> bool: return k.full_shape[d] in widths and {st.real_strides()[d] for st in loads} >= {0, 1}
+  for d in reversed(k.dims("U")):
+    # (not where a wider upcast dim has an input loaded along it and another broadcast: a conv's 4 columns beside its
+    # 16 output channels, the weight's vector lanes; the stores, once per long reduce, then go lane by lane)
+    if k.full_shape[d] in widths and all(st.real_strides()[d] == 1 for st in out_sts) and \
+       not (k.reduceop is not None and any(microkernel(e) and k.full_shape[e] > k.full_shape[d] for e in k.dims("U"))): return d, k.full_shape[d]
   if k.reduceop is not None and k.reduceop.dtype in vdts:
     for d in reversed(k.dims("u")):
       if k.full_shape[d] in widths and any(st.real_strides()[d] == 1 for st in loads): return d, k.full_shape[d]
     # else an upcast output dim that an input is broadcast along: that input is one value for all lanes, the others
     # are gathered (outside the reduce loop the stores are cheap, inside it the other upcasts share each gather)
-    for d in reversed(k.dims("U")):
+    # (the widest where another input is contiguous along it: a conv's output channels before its 4 columns)
+    for d in sorted(reversed(k.dims("U")), key=lambda d: -k.full_shape[d] if microkernel(d) else 0):
       if k.full_shape[d] in widths and any(st.real_strides()[d] == 0 for st in loads): return d, k.full_shape[d]
   return None
 

@@ -18,12 +18,12 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 def weight_panel(weight: Tensor) -> int:
   """How many output channels one panel of a conv weight (cout, cin, *k) is stored in before the conv reads it: on a CPU
-  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), or, for a weight being trained
-  (requires_grad=True: its gradient kernels are tuned for that) or channels not in whole panels, one panel of all of them
+  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), a weight being trained too (its
+  gradients read the weight as it is, not this copy), or, channels not in whole panels, one panel of all of them
   (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is."""
   if (r := renderer_of(weight.device)) is None: return 1
   cout = weight.shape[0]
-  if not weight.requires_grad and (p := conv_weight_panel(r, cout)) > 1: return p
+  if (p := conv_weight_panel(r, cout)) > 1: return p
   return cout if conv_weight_channels_last(r, cout) else 1
 
 def weight_in_panels(weight: Tensor, panel: int) -> Tensor:
