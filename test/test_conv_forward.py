@@ -1,7 +1,7 @@
 """A conv's forward on a CPU with vectors (codegen/conv_forward.py): the weight stored in panels of two vectors of output
 channels, the register tile (rows of output columns x the panel's two vectors, sized to the declared register file),
-and the results against numpy in float64, forward and the input gradient through the panels (a weight whose own
-gradient is taken is a trained one: channels-last, test_cpu_tiles.py)."""
+and the results against numpy in float64, forward and the gradients through the panels (a weight being trained is in
+panels too); a narrow image's tile (its columns x rows), and the max pool's vector lanes (lowerer's pick_vector_dim)."""
 import copy
 import numpy as np
 import pytest
