@@ -18,12 +18,14 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 def weight_panel(weight: Tensor) -> int:
   """How many output channels one panel of a conv weight (cout, cin, *k) is stored in before the conv reads it: on a CPU
-  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), or, for a weight being trained
-  (requires_grad=True: its gradient kernels are tuned for that) or channels not in whole panels, one panel of all of them
-  (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is."""
+  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), or, for channels not in whole
+  panels, one panel of all of them (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is.
+  A weight being trained is stored the same way: the copy is made under no_grad (_conv's value), and neither of the
+  gradients reads the weight's layout (the input gradient convolves with its own copy, the weight's reads no weight);
+  channels-last made ResNet-18's 7x7 and 4x4 forward convs 2x slower than the panels."""
   if (r := renderer_of(weight.device)) is None: return 1
   cout = weight.shape[0]
-  if not weight.requires_grad and (p := conv_weight_panel(r, cout)) > 1: return p
+  if (p := conv_weight_panel(r, cout)) > 1: return p
   return cout if conv_weight_channels_last(r, cout) else 1
 
 def weight_in_panels(weight: Tensor, panel: int) -> Tensor:
@@ -51,6 +53,10 @@ def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, .
   the batch and the output pixels (what autograd through the windows gives). The input's: a convolution of the output
   gradient with the weight transposed and flipped, one per phase of the stride (see _conv_input_grad)."""
   groups, stride, dilation, pads = geo
+  # the output gradient is stored once before the two kernels read it: left as an expression (BatchNorm's backward, the
+  # ReLU's mask), each kernel recomputes it at every load, once per tap and vector of channels (layer4's weight gradient:
+  # 288 times per value), and its loads cost the conv's tile its lanes; the copy is bs * cout * pixels floats
+  grad = grad.contiguous()
   dx = _conv_input_grad(grad, weight, x.shape[2:], *geo).cast(x.dtype) if needs[0] else None
   if not needs[1]: return dx, None
   (cout, _), hw = weight.shape[:2], weight.shape[2:]
