@@ -36,3 +36,40 @@ def test_conv_bn_relu_gradients_match_torch(stride):
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-3, atol=1e-3)
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-3, atol=1e-3)
   np.testing.assert_allclose(bn.weight.grad.numpy(), bt.weight.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+@pytest.mark.parametrize("hw,stride", [(4, 1), (7, 1), (14, 2)])
+def test_small_image_weight_gradient_loads_input_vectors(hw, stride):
+  # layer2-4's weight gradients read the conv's input channels-last (codegen/conv_backward.py): the vector lanes are input
+  # channels, one vector load each (as stored, 16 loads h*w apart assembled lane by lane: 1.4-1.6x slower on AVX-512)
+  import copy
+  from tinycore import Device
+  from tinycore.backend import Renderer
+  from tinycore.codegen import Kernel
+  from tinycore.codegen.heuristic import hand_coded_optimizations
+  from tinycore.codegen.lowerer import pick_vector_dim
+  r0 = Device[Device.DEFAULT].renderer
+  if r0.has_local or max(r0.vector_widths) < 8: pytest.skip("a CPU with vectors of 8 or more")
+  r: Renderer = copy.copy(r0)
+  x, w = Tensor.empty(2, 64, hw, hw, requires_grad=True), Tensor.empty(64, 64, 3, 3, requires_grad=True)
+  o = (hw + 2 - 3) // stride + 1
+  _, gw = (x.conv2d(w, stride=stride, padding=1) * Tensor.empty(2, 64, o, o)).sum().gradient(x, w)
+  si = [si for si in gw.schedule() if si.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  vd = pick_vector_dim(k)
+  assert vd is not None and vd[1] == max(r.vector_widths), (k.full_shape, k.applied_opts)
+  loads = [k.st_for(u.src[1]).real_strides()[vd[0]] for u in k.reduceop.toposort() if u.op is Ops.LOAD]
+  assert sorted(loads) == [0, 1], (loads, k.full_shape, k.applied_opts)
+
+@pytest.mark.parametrize("hw,stride", [(4, 1), (7, 2)])
+def test_small_image_weight_gradient_matches_torch(hw, stride):
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(5)
+  xn, wn = rng.standard_normal((3, 32, hw, hw)).astype(np.float32), rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+  o = (hw + 2 - 3) // stride + 1
+  gn = rng.standard_normal((3, 32, o, o)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  (x.conv2d(w, stride=stride, padding=1) * Tensor(gn)).sum().backward()
+  xt, wt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xn, wn))
+  (torch.nn.functional.conv2d(xt, wt, stride=stride, padding=1) * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)

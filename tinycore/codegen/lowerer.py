@@ -66,7 +66,10 @@ def pick_vector_dim(k: Kernel) -> tuple[int, int] | None:
     for d in reversed(k.dims("u")):
       if k.full_shape[d] in widths and any(st.real_strides()[d] == 1 for st in loads): return d, k.full_shape[d]
     # else an upcast output dim that an input is broadcast along: that input is one value for all lanes, the others
-    # are gathered (outside the reduce loop the stores are cheap, inside it the other upcasts share each gather)
+    # are gathered (outside the reduce loop the stores are cheap, inside it the other upcasts share each gather); one
+    # that the others are contiguous along first (vector loads: a weight gradient's input channels, channels-last)
+    for d in reversed(k.dims("U")):
+      if k.full_shape[d] in widths and set(st.real_strides()[d] for st in loads) == {0, 1}: return d, k.full_shape[d]
     for d in reversed(k.dims("U")):
       if k.full_shape[d] in widths and any(st.real_strides()[d] == 0 for st in loads): return d, k.full_shape[d]
   return None
