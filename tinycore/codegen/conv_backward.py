@@ -47,12 +47,14 @@ def conv_weight_grad_tile(k: Kernel) -> bool:
     vecs, nrow = max(((v, n) for v in ((2, 1) if two else (1,)) for n in range(1, min(size, 16) + 1)
                       if size % n == 0 and n * v <= r.vector_registers - 8), key=lambda t: (t[0] * t[1], t[0]))
     t = k.copy()
+    # each dim found again after each upcast (a split keeps the outer part in place, a dim upcast whole moves away)
+    def again(t: Kernel, want: list) -> int:
+      return next(i for i, d in enumerate(t.dims("g")) if [t.st_for(v).real_strides()[d] for v in views] == want and t.full_shape[d] > 1)
     try:
-      if nrow > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(row), nrow))
-      p = t.dims("g").index(lane)
-      t.apply_opt(Opt(OptOps.UPCAST, p, w))
-      if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, p, 2))
-    except KernelOptError: continue
+      t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(lane), w))
+      if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, again(t, [w * s for s in strides(lane)]), 2))
+      if nrow > 1: t.apply_opt(Opt(OptOps.UPCAST, again(t, strides(row)), nrow))
+    except (KernelOptError, StopIteration): continue
     k.__dict__.update(t.__dict__)
     return True
   return False
