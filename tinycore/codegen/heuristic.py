@@ -17,6 +17,7 @@ from tinycore.ops import Ops
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 from tinycore.codegen.conv_forward import conv_forward_tile
+from tinycore.codegen.conv_backward import conv_weight_grad_tile
 
 # upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
 # this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
@@ -94,7 +95,7 @@ def hand_coded_optimizations(k: Kernel) -> Kernel:
 def cpu_optimizations(k: Kernel) -> Kernel:
   """Register tiles for a CPU with vector units (see the module docstring)."""
   widths = sorted((w for w in k.renderer.vector_widths if w > 1), reverse=True)
-  if conv_forward_tile(k): return k
+  if conv_weight_grad_tile(k) or conv_forward_tile(k): return k
   def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
   def strides(d: int, sts: list) -> list: return [st.real_strides()[d] for st in sts]
   # dims are positions in the iteration space: a split keeps the outer part in place, a whole dim moves away
