@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
 from tinycore.codegen.conv_forward import conv_weight_panel
+from tinycore.codegen.conv_backward import conv_input_channels_last
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
@@ -18,9 +19,11 @@ if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 def weight_panel(weight: Tensor) -> int:
   """How many output channels one panel of a conv weight (cout, cin, *k) is stored in before the conv reads it: on a CPU
-  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), a weight being trained too (its
-  gradients read the weight as it is, not this copy), or, channels not in whole panels, one panel of all of them
-  (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is."""
+  with vectors, panels two vectors wide (codegen/conv_forward.py `conv_weight_panel`), or, for channels not in whole
+  panels, one panel of all of them (channels-last, codegen/heuristic.py `conv_weight_channels_last`); 1: read as it is.
+  A weight being trained is stored the same way: the copy is made under no_grad (_conv's value), and neither of the
+  gradients reads the weight's layout (the input gradient convolves with its own copy, the weight's reads no weight);
+  channels-last made ResNet-18's 7x7 and 4x4 forward convs 2x slower than the panels."""
   if (r := renderer_of(weight.device)) is None: return 1
   cout = weight.shape[0]
   if (p := conv_weight_panel(r, cout)) > 1: return p
@@ -51,12 +54,25 @@ def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, .
   the batch and the output pixels (what autograd through the windows gives). The input's: a convolution of the output
   gradient with the weight transposed and flipped, one per phase of the stride (see _conv_input_grad)."""
   groups, stride, dilation, pads = geo
+  # the output gradient is stored once before the two kernels read it: left as an expression (BatchNorm's backward, the
+  # ReLU's mask), each kernel recomputes it at every load, once per tap and vector of channels (layer4's weight gradient:
+  # 288 times per value), and its loads cost the conv's tile its lanes; the copy is bs * cout * pixels floats
+  grad = grad.contiguous()
   dx = _conv_input_grad(grad, weight, x.shape[2:], *geo).cast(x.dtype) if needs[0] else None
   if not needs[1]: return dx, None
   (cout, _), hw = weight.shape[:2], weight.shape[2:]
+  if _input_channels_last(x, grad.shape[2:]): x = x.permute(0, *range(2, x.ndim), 1).contiguous().permute(0, x.ndim - 1, *range(1, x.ndim - 1))
   xw = x._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
   g = grad.reshape(*xw.shape[:3 + len(hw)], *[1] * (1 + len(hw)))
   return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
+
+def _input_channels_last(x: Tensor, out: tuple[int, ...]) -> bool:
+  """Whether the weight gradient reads the conv's input copied channels-last (codegen/conv_backward.py): where the
+  renderer says so and the output images are small (ResNet-18 at 112x112: layer3's and layer4's 7x7 and 4x4, 1.3-1.6x
+  faster on one AVX-512 core, 1.3x on AVX2). Over a longer reduce the tile's reads miss the caches: layer1's 28x28
+  1.3x slower, layer2's 14x14 even."""
+  r = renderer_of(x.device)
+  return r is not None and conv_input_channels_last(r, x.shape[1]) and prod(out) <= 7 * 7
 
 def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups: int, stride: tuple[int, ...],
                      dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Tensor:
