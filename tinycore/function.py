@@ -246,7 +246,7 @@ class Dot(Function):
   written as matmuls themselves. The weight gradient x^T @ grad reduces over every row of x (a Linear's tokens), where
   both operands are strided: it is computed with grad stored transposed first, so that its first operand streams along
   the reduce and x is read (or repacked, Tensor.dot's panels) as the second operand of an ordinary matmul
-  (codegen/heuristic.py `matmul_grad_transposed` says when the copy pays)."""
+  (codegen/matmul.py `matmul_grad_transposed` says when the copy pays)."""
   def forward(self, x: LazyBuffer, w: LazyBuffer, value: LazyBuffer) -> LazyBuffer: return value
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     x, w = self.parents

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 from tinycore import function as F
-from tinycore.codegen.heuristic import matmul_grad_transposed, matmul_panel
+from tinycore.codegen.matmul import matmul_grad_transposed, matmul_panel
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
@@ -22,11 +22,11 @@ def _svd_round_robin(n: int) -> tuple[list[int], int]:
   return order, (n - 1) * (4 + max(n - 1, 1).bit_length())
 
 def _panel(x: Tensor, w: Tensor) -> int:
-  """The panel width to repack w into for x @ w on w's device (codegen/heuristic.py `matmul_panel`), 0 for none: only a
+  """The panel width to repack w into for x @ w on w's device (codegen/matmul.py `matmul_panel`), 0 for none: only a
   2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
   if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
   if (r := renderer_of(w.device)) is None or w.lazydata.st.real_strides() != (w.shape[1], 1): return 0
-  return matmul_panel(r, w.shape[0], w.shape[1], w.dtype.itemsize)
+  return matmul_panel(r, x.shape[-2], w.shape[0], w.shape[1], w.dtype.itemsize)
 
 def _grad_transposed(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
   """Whether x @ w records Dot (its weight gradient through a transposed copy of the output gradient): a 2-D w that
