@@ -23,17 +23,22 @@ def _svd_round_robin(n: int) -> tuple[list[int], int]:
 
 def _panel(x: Tensor, w: Tensor) -> int:
   """The panel width to repack w into for x @ w on w's device (codegen/matmul.py `matmul_panel`), 0 for none: only a
-  2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
-  if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
-  if (r := renderer_of(w.device)) is None or w.lazydata.st.real_strides() != (w.shape[1], 1): return 0
-  return matmul_panel(r, x.shape[-2], w.shape[0], w.shape[1], w.dtype.itemsize)
+  2-D w stored row-major (read one row per reduce step) or transposed (a Linear's weight.T, read along the reduce in
+  both operands) and an x of 16 rows or more (the copy must pay)."""
+  if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16 or not isinstance(m := prod(x.shape[:-1]), int): return 0
+  if (r := renderer_of(w.device)) is None or (st := w.lazydata.st.real_strides()) not in ((w.shape[1], 1), (1, w.shape[0])): return 0
+  return matmul_panel(r, m, w.shape[0], w.shape[1], w.dtype.itemsize, transposed=st == (1, w.shape[0]))
 
-def _grad_transposed(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
-  """Whether x @ w records Dot (its weight gradient through a transposed copy of the output gradient): a 2-D w that
-  needs a gradient, x and w of one float dtype, on a device where the copy pays (`matmul_grad_transposed`)."""
+def _dot_rule(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
+  """Whether x @ w may record Dot (its gradients written as matmuls, the value composed apart): a 2-D w that needs a
+  gradient, x and w of one float dtype, on a device with a renderer."""
   if dtype is not None or w.ndim != 2 or x.ndim < 2 or x.dtype != w.dtype or not dtypes.is_float(w.dtype) or w.requires_grad is False: return False
-  if type(x).no_grad or not isinstance(rows := prod(x.shape[:-1]), int) or (r := renderer_of(w.device)) is None: return False
-  return matmul_grad_transposed(r, rows, w.shape[0], w.shape[1], w.dtype.itemsize)
+  return not type(x).no_grad and isinstance(prod(x.shape[:-1]), int) and renderer_of(w.device) is not None
+
+def _grad_transposed(x: Tensor, w: Tensor) -> bool:
+  """Whether Dot's weight gradient goes through a transposed copy of the output gradient (`matmul_grad_transposed`)."""
+  r = renderer_of(w.device)
+  return r is not None and matmul_grad_transposed(r, prod(x.shape[:-1]), w.shape[0], w.shape[1], w.dtype.itemsize)
 
 class LinalgMixin:
   __slots__ = ()
@@ -47,10 +52,13 @@ class LinalgMixin:
     if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
     try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
     except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
-    if (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
-    if _grad_transposed(self, w, dtype):
+    # w in panels or a transposed gradient: the gradients by Dot's rule (through the panels' copy, the weight gradient
+    # of a Linear's weight.T was reduced over the tokens in the panels' layout: 16 GFLOP/s)
+    if (rule := _dot_rule(self, w, dtype)) and ((p := _panel(self, w)) or _grad_transposed(self, w)):
       T = type(self)
-      return F.Dot.apply(self, w, value=T(self.lazydata, requires_grad=False).dot(T(w.lazydata, requires_grad=False)).lazydata)
+      value = T(self.lazydata, requires_grad=False).dot(T(w.lazydata, requires_grad=False))
+      return F.Dot.apply(self, w, value=value.lazydata, transposed=_grad_transposed(self, w))
+    if not rule and (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
