@@ -7,7 +7,7 @@ from tinycore import Tensor, Device
 from tinycore.backend import Renderer
 from tinycore.codegen import Kernel
 from tinycore.codegen.heuristic import hand_coded_optimizations
-from tinycore.codegen.matmul import register_tile
+from tinycore.codegen.matmul import matmul_rows, register_tile
 from tinycore.helpers import prod
 from tinycore.ops import Ops
 from test.fresh_process import run_fresh
@@ -24,6 +24,15 @@ def test_register_tile_rule():
     for m in (1, 7, 12, 2047, 2048):
       rows, vecs = register_tile(r, m, 2048)
       assert m % rows == 0 and rows * vecs + vecs + 1 <= r.vector_registers
+
+def test_odd_rows_padded_to_whole_tiles():
+  # a 2047-row matmul took 1 row x 4 vectors (7.6 GFLOP/s on one AVX-512 core, 72 padded to 2048 rows)
+  assert matmul_rows(cpu(), 2047, 2064) == 2048 and matmul_rows(cpu(), 2049, 2064) == 2112 and matmul_rows(cpu(), 20, 48) == 24
+  assert matmul_rows(cpu(), 2048, 2064) == 2048 and matmul_rows(cpu((8, 4), 16), 2046, 2064) == 2048
+  r = Device[Device.DEFAULT].renderer
+  if r.has_local or max(r.vector_widths) == 1: pytest.skip("a device with vectors and no thread ids (a CPU)")
+  k = _matmul_kernel(r, 2047, 2047, 2047)
+  assert prod(k.full_shape[d] for d in k.dims("U")) == prod(register_tile(r, 2048, 2047)) * max(r.vector_widths), (k.full_shape, k.applied_opts)
 
 def _matmul_kernel(r: Renderer, m: int, k: int, n: int) -> Kernel:
   si = [s for s in (Tensor.empty(m, k) @ Tensor.empty(k, n)).schedule() if s.ast.op is Ops.SINK][-1]

@@ -22,6 +22,8 @@ from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
 # rows of x from which a transposed second operand is repacked: its copy (k*n elements) is under 1% of the multiply-adds
 TRANSPOSED_ROWS = 128
+# a row count with every row tile in it: the panels are chosen for the tile of any m (its rows are padded to whole tiles, `matmul_rows`)
+ROWS_ANY = 1 << 20
 
 def register_tile(r: Renderer, m: int, n: int, w: int | None = None, padded: bool = True) -> tuple[int, int]:
   """(rows, vectors) of a matmul's register tile on a CPU: rows of its m dividing m (up to 16), vectors of width w (the
@@ -37,6 +39,14 @@ def register_tile(r: Renderer, m: int, n: int, w: int | None = None, padded: boo
   return max(((a, v) for v in (1, 2, 3, 4) if padded or n % (v * w) == 0 for a in range(1, min(m, 16) + 1) if m % a == 0 and a * v + v + 1 <= regs),
              key=lambda t: (t[0] * t[1] * real(t[1]), -(t[0] + t[1]) / (t[0] * t[1]), t[0]))
 
+def matmul_rows(r: Renderer, m: int, n: int) -> int:
+  """The rows a matmul's first operand (m, k) is zero-padded to before a product with panels of n columns: m where the
+  register tile's rows divide it; else m rounded up to whole tiles of rows, 8 of them where m holds 64 (a cache tile of
+  them; the padded rows are cut off by the caller). A 2047 matmul took 1 row x 4 vectors (7.6 GFLOP/s on one AVX-512 core)."""
+  rows = register_tile(r, ROWS_ANY, n)[0]
+  block = 8 * rows if m >= 64 * rows else rows
+  return m if m % rows == 0 else -(-m // block) * block
+
 def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transposed: bool = False) -> int:
   """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
   not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
@@ -50,9 +60,9 @@ def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transpos
   # transposed (a Linear's weight.T: the reduce contiguous in both operands), whatever the size where the rows reuse it:
   # otherwise each output is a vector of partial sums combined across its lanes after the reduce (GPT's x @ W.T over
   # 1024 tokens: 36-55 -> 70-100 GFLOP/s on one AVX-512 core, the copy included)
-  if transposed: return register_tile(r, m, n)[1] * w if m >= TRANSPOSED_ROWS else 0
+  if transposed: return register_tile(r, ROWS_ANY, n)[1] * w if m >= TRANSPOSED_ROWS else 0
   if any(n % v == 0 for v in r.vector_widths if v > 1) and k * n * itemsize <= r.cache_bytes: return 0
-  return register_tile(r, m, n)[1] * w
+  return register_tile(r, ROWS_ANY, n)[1] * w
 
 def matmul_grad_transposed(r: Renderer, m: sint, k: sint, n: sint, itemsize: int) -> bool:
   """Whether the weight gradient of x (m, k) @ w (k, n) is computed as (grad^T, stored) @ x rather than as the reduce

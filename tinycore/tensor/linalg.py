@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 from tinycore import function as F
-from tinycore.codegen.matmul import matmul_grad_transposed, matmul_panel
+from tinycore.codegen.matmul import matmul_grad_transposed, matmul_panel, matmul_rows
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
@@ -66,12 +66,17 @@ class LinalgMixin:
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
   def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
     """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce (w zero-padded
-    to whole panels, and the product's padded columns cut off, where p does not divide n)."""
+    to whole panels, and the product's padded columns cut off, where p does not divide n; self's rows likewise where the
+    register tile's rows do not divide them, `matmul_rows`)."""
     (k, n), lead, npad = w.shape, self.shape[:-1], -(-w.shape[1] // p) * p
+    m = prod(lead)
+    mp = matmul_rows(r, m, npad) if isinstance(m, int) and (r := renderer_of(w.device)) is not None else m
     if npad != n: w = w.pad(((0, 0), (0, npad - n)))
     wp = w.reshape(k, npad // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
-    out = (self.reshape(*lead, 1, 1, k) * wp).sum(-1, dtype=dtype).reshape(*lead, npad)
-    if npad != n: out = out.contiguous()[..., :n]
+    x = self.reshape(m, k).pad(((0, mp - m), (0, 0))).reshape(mp, 1, 1, k) if mp != m else self.reshape(*lead, 1, 1, k)
+    out = (x * wp).sum(-1, dtype=dtype).reshape(*(lead if mp == m else (mp,)), npad)
+    if mp != m: out = out.contiguous()[:m, :n].reshape(*lead, n)
+    elif npad != n: out = out.contiguous()[..., :n]
     return out.cast(to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype))
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""
