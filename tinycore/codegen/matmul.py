@@ -86,7 +86,8 @@ def matmul_tile(k: Kernel) -> bool:
   if len(loads) != 2 or not (widths := sorted((w for w in r.vector_widths if w > 1), reverse=True)): return False
   def strides(d: int) -> list: return [k.st_for(u.src[1]).real_strides()[d] for u in loads]
   lane = next((d for d in reversed(k.dims("g")) if all(st.real_strides()[d] == 1 for st in outs)), None)
-  if lane is None or strides(lane) not in ([0, 1], [1, 0]) or (w := next((w for w in widths if k.full_shape[lane] % w == 0), None)) is None: return False
+  if lane is None or strides(lane) not in ([0, 1], [1, 0]): return False
+  if (w := next((w for w in widths if k.full_shape[lane] % w == 0), None)) is None: return False
   b = strides(lane).index(1)
   if strides(red[0])[1 - b] != 1 or strides(red[0])[b] == 0: return False
   if not (cands := [d for d in k.dims("g") if (s := strides(d))[b] == 0 and isinstance(s[1 - b], int) and s[1 - b] != 0]): return False
