@@ -6,7 +6,8 @@ import pytest
 from tinycore import Tensor, Device
 from tinycore.backend import Renderer
 from tinycore.codegen import Kernel
-from tinycore.codegen.heuristic import hand_coded_optimizations, matmul_panel
+from tinycore.codegen.heuristic import hand_coded_optimizations
+from tinycore.codegen.matmul import matmul_panel
 from tinycore.codegen.lowerer import pick_vector_dim
 from tinycore.ops import Ops
 from tinycore.helpers import prod
@@ -23,11 +24,11 @@ def _check_matmul(out: Tensor, x: Tensor, w: Tensor, xn: np.ndarray, wn: np.ndar
   np.testing.assert_allclose(w.grad.numpy(), x64.T @ g64, rtol=1e-4, atol=1e-4)
 
 def test_panel_rule():
-  assert matmul_panel(cpu(), 2048, 2048, 4) == 32 and matmul_panel(cpu((8, 4)), 2048, 2048, 4) == 16
-  assert matmul_panel(cpu(), 512, 512, 4) == 0, "an operand that fits the cache is read as it is"
-  assert matmul_panel(cpu(cache=0), 2048, 2048, 4) == 0 and matmul_panel(cpu(widths=(1,)), 2048, 2048, 4) == 0
-  assert matmul_panel(cpu(), 2048, 2040, 4) == 0, "the columns must split into whole panels"
-  assert matmul_panel(Renderer(has_local=True, local_max=(256, 256, 64), vector_widths=(4,), cache_bytes=1 << 20), 2048, 2048, 4) == 0
+  # three vectors wide (the register tile's, codegen/matmul.py register_tile), 2048 columns zero-padded to whole panels
+  assert matmul_panel(cpu(), 2048, 2048, 2048, 4) == 48 and matmul_panel(cpu((8, 4), regs=16), 2048, 2048, 2048, 4) == 24
+  assert matmul_panel(cpu(), 512, 512, 512, 4) == 0, "an operand that fits the cache is read as it is"
+  assert matmul_panel(cpu(cache=0), 2048, 2048, 2048, 4) == 0 and matmul_panel(cpu(widths=(1,)), 2048, 2048, 2048, 4) == 0
+  assert matmul_panel(Renderer(has_local=True, local_max=(256, 256, 64), vector_widths=(4,), cache_bytes=1 << 20), 2048, 2048, 2048, 4) == 0
 
 def _cpu_renderer():
   r = Device[Device.DEFAULT].renderer
@@ -125,9 +126,10 @@ def test_odd_image_conv_forward_and_backward(hw):
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 def test_panel_rule_pads_a_width_with_no_vector_factor():
-  assert matmul_panel(cpu(), 256, 50257, 4) == 32 and matmul_panel(cpu((8, 4)), 64, 1009, 4) == 16, "padded panels, whatever the size"
-  assert matmul_panel(cpu(), 256, 10, 4) == 0, "narrower than one panel: read as it is"
-  assert matmul_panel(cpu(), 64, 1000, 4) == 0, "1000 = 125 x 8: a vector width fits, small enough for the cache"
+  assert matmul_panel(cpu(), 64, 256, 50257, 4) == 48, "padded panels, whatever the size"
+  assert matmul_panel(cpu((8, 4), regs=16), 64, 64, 1009, 4) == 24
+  assert matmul_panel(cpu(), 64, 256, 10, 4) == 0, "narrower than two vectors: read as it is"
+  assert matmul_panel(cpu(), 64, 64, 1000, 4) == 0, "1000 = 125 x 8: a vector width fits, small enough for the cache"
 
 @pytest.mark.parametrize("n", [1009, 50257])
 def test_odd_width_matmul_vectorizes(n):
@@ -230,10 +232,11 @@ def test_small_image_conv_forward_and_backward(hw):
 @pytest.mark.parametrize("regs,rows", [(32, 8), (16, 4)])
 def test_transposed_matmul_tile_grows_with_the_register_file(regs, rows):
   # x @ W.T (a Linear layer): both operands contiguous along the reduce; rows x 2 vector accumulators, the rows as many
-  # as fit beside the step's loaded vectors (8 x 2 measured 1.5x over 2 x 2 on AVX-512)
+  # as fit beside the step's loaded vectors (8 x 2 measured 1.5x over 2 x 2 on AVX-512); 64 rows of x: from 128 on, W.T is
+  # repacked into panels first (codegen/matmul.py TRANSPOSED_ROWS)
   r = _avx512_like()
   r.vector_registers = regs
-  si = [s for s in (Tensor.empty(256, 128) @ Tensor.empty(512, 128).T).schedule() if s.ast.op is Ops.SINK][-1]
+  si = [s for s in (Tensor.empty(64, 128) @ Tensor.empty(512, 128).T).schedule() if s.ast.op is Ops.SINK][-1]
   k = hand_coded_optimizations(Kernel(si.ast, r))
   assert sorted(k.full_shape[d] for d in k.dims("U")) == [2, rows], (k.full_shape, k.kinds, k.applied_opts)
 

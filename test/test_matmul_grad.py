@@ -1,5 +1,5 @@
 """A matmul's weight gradient x^T @ grad (reduced over x's rows, a Linear's tokens) computed with grad stored transposed
-first (function.Dot, codegen/heuristic.py `matmul_grad_transposed`), and the register tile of such a transposed copy
+first (function.Dot, codegen/matmul.py `matmul_grad_transposed`), and the register tile of such a transposed copy
 (`_transpose_tile`): gradients against numpy in float64, with the rule on and off, NOOPT on and off."""
 import copy
 import numpy as np
@@ -7,7 +7,8 @@ import pytest
 from tinycore import Tensor, Device
 from tinycore.backend import Renderer
 from tinycore.codegen import Kernel
-from tinycore.codegen.heuristic import hand_coded_optimizations, matmul_grad_transposed
+from tinycore.codegen.heuristic import hand_coded_optimizations
+from tinycore.codegen.matmul import matmul_grad_transposed
 from tinycore.helpers import Context
 from tinycore.ops import Ops
 

@@ -235,7 +235,7 @@ class Renderer:
   step loads must fit in them, or the compiler spills to the stack."""
   cache_bytes: int = 0
   """The cache one core's working set should fit in (a CPU's L2); 0: unknown, no blocking for it. A matmul operand
-  larger than this is repacked into panels that stream contiguously (see codegen/heuristic.py `matmul_panel`)."""
+  larger than this is repacked into panels that stream contiguously (see codegen/matmul.py `matmul_panel`)."""
   tensor_cores: list[TensorCore] = field(default_factory=list)
   """Matrix units the code generator may use; empty for none."""
   dtypes: tuple[DType, ...] = MINIMAL_DTYPES

@@ -242,18 +242,20 @@ class Pow(Function):
     return gx, gy
 
 class Dot(Function):
-  """x @ w for a 2-D w (k, n) and x (..., k): the value composed by the Tensor side (Tensor.dot), recorded with gradients
-  written as matmuls themselves. The weight gradient x^T @ grad reduces over every row of x (a Linear's tokens), where
-  both operands are strided: it is computed with grad stored transposed first, so that its first operand streams along
-  the reduce and x is read (or repacked, Tensor.dot's panels) as the second operand of an ordinary matmul
-  (codegen/heuristic.py `matmul_grad_transposed` says when the copy pays)."""
-  def forward(self, x: LazyBuffer, w: LazyBuffer, value: LazyBuffer) -> LazyBuffer: return value
+  """x @ w for a 2-D w (k, n) and x (..., k): the value composed by the Tensor side (Tensor.dot: w maybe repacked in
+  panels), recorded with gradients written as matmuls themselves. The weight gradient x^T @ grad reduces over every row
+  of x (a Linear's tokens), where both operands are strided: with `transposed` it is computed with grad stored
+  transposed first, so that its first operand streams along the reduce and x is read (or repacked, Tensor.dot's panels)
+  as the second operand of an ordinary matmul (codegen/matmul.py `matmul_grad_transposed` says when the copy pays)."""
+  def forward(self, x: LazyBuffer, w: LazyBuffer, value: LazyBuffer, transposed: bool = True) -> LazyBuffer:
+    self.transposed = transposed
+    return value
   def backward(self, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
     x, w = self.parents
     gx = grad.dot(w.transpose()) if self.needs_input_grad[0] else None
     if not self.needs_input_grad[1]: return gx, None
     x2, g2 = x.reshape(-1, x.shape[-1]), grad.reshape(-1, grad.shape[-1])
-    return gx, g2.transpose().contiguous().dot(x2).transpose()
+    return gx, g2.transpose().contiguous().dot(x2).transpose() if self.transposed else x2.transpose().dot(g2)
 
 # *** reduce ***
 class Sum(Function):

@@ -18,6 +18,7 @@ from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 from tinycore.codegen.conv_forward import conv_forward_tile
 from tinycore.codegen.conv_backward import conv_weight_grad_tile
+from tinycore.codegen.matmul import matmul_tile
 
 # upcast lanes times the kernel's loads: lowering cost grows with it (a masked load is indexed lane by lane), and past
 # this much the kernel is big enough that more lanes no longer pay (a kernel cut at the scheduler's size limit has
@@ -95,7 +96,7 @@ def hand_coded_optimizations(k: Kernel) -> Kernel:
 def cpu_optimizations(k: Kernel) -> Kernel:
   """Register tiles for a CPU with vector units (see the module docstring)."""
   widths = sorted((w for w in k.renderer.vector_widths if w > 1), reverse=True)
-  if conv_weight_grad_tile(k) or conv_forward_tile(k): return k
+  if matmul_tile(k) or conv_weight_grad_tile(k) or conv_forward_tile(k): return k
   def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
   def strides(d: int, sts: list) -> list: return [st.real_strides()[d] for st in sts]
   # dims are positions in the iteration space: a split keeps the outer part in place, a whole dim moves away
@@ -254,30 +255,6 @@ def _row_tile(k: Kernel, vecs: int) -> tuple[int | None, int]:
        _try(k, Opt(OptOps.UPCAST, k.dims("g").index(d), amt)):
       return (d if d in k.dims("g") else None), amt
   return None, 1
-
-def matmul_panel(r: Renderer, k: sint, n: sint, itemsize: int) -> int:
-  """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
-  not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
-  cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
-  cache set. Repacked as (n/w, k, w) for the register tile's width w (two vectors), a panel streams contiguously; the
-  copy costs k*n elements, the matmul m*k*n multiply-adds (2048: 3x faster on one AVX-512 core). A width n with no
-  vector width in it (a GPT-2 vocabulary's 50257 = 29 x 1733) is repacked whatever its size, into panels zero-padded
-  to whole ones: unpacked, its columns take no vector dim at all (the caller cuts the padded columns off)."""
-  w = 2 * max(r.vector_widths)
-  if r.has_local or not r.cache_bytes or w <= 2 or not isinstance(k, int) or not isinstance(n, int) or n <= w: return 0
-  if all(n % v for v in r.vector_widths if v > 1): return w
-  return w if n % w == 0 and k * n * itemsize > r.cache_bytes else 0
-
-def matmul_grad_transposed(r: Renderer, m: sint, k: sint, n: sint, itemsize: int) -> bool:
-  """Whether the weight gradient of x (m, k) @ w (k, n) is computed as (grad^T, stored) @ x rather than as the reduce
-  over m of grad and x read in place. In place, both operands step a row (k and n elements) per reduce step: a row of x
-  for the vector lanes, a few values of grad for the rows of the tile, each re-read once per tile. Where a row is a
-  multiple of 4 KB (the span of one L1 way, a page), every row falls in the same few cache sets and the re-reads
-  miss (GPT's 1024-wide MLP over 1024 tokens: 35-47 GFLOP/s on one AVX-512 core; its 768-wide qkv, rows 3 KB apart,
-  runs at 83-85 in place). With grad transposed (m*n elements copied) its rows stream along the reduce and x is an
-  ordinary second operand (repacked into panels where matmul_panel says so). CPUs with vectors, operands past the cache."""
-  if r.has_local or max(r.vector_widths) <= 1 or not r.cache_bytes or not all(isinstance(v, int) for v in (m, k, n)): return False
-  return m >= 256 and m * (k + n) * itemsize > r.cache_bytes and any(d * itemsize % 4096 == 0 for d in (k, n))
 
 def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
   """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 from tinycore import function as F
-from tinycore.codegen.heuristic import matmul_grad_transposed, matmul_panel
+from tinycore.codegen.matmul import matmul_grad_transposed, matmul_panel, matmul_rows
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from tinycore.errors import ShapeError
@@ -22,18 +22,23 @@ def _svd_round_robin(n: int) -> tuple[list[int], int]:
   return order, (n - 1) * (4 + max(n - 1, 1).bit_length())
 
 def _panel(x: Tensor, w: Tensor) -> int:
-  """The panel width to repack w into for x @ w on w's device (codegen/heuristic.py `matmul_panel`), 0 for none: only a
-  2-D w stored row-major (read one row per reduce step) and an x of 16 rows or more (the copy must pay)."""
-  if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16: return 0
-  if (r := renderer_of(w.device)) is None or w.lazydata.st.real_strides() != (w.shape[1], 1): return 0
-  return matmul_panel(r, w.shape[0], w.shape[1], w.dtype.itemsize)
+  """The panel width to repack w into for x @ w on w's device (codegen/matmul.py `matmul_panel`), 0 for none: only a
+  2-D w stored row-major (read one row per reduce step) or transposed (a Linear's weight.T, read along the reduce in
+  both operands) and an x of 16 rows or more (the copy must pay)."""
+  if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16 or not isinstance(m := prod(x.shape[:-1]), int): return 0
+  if (r := renderer_of(w.device)) is None or (st := w.lazydata.st.real_strides()) not in ((w.shape[1], 1), (1, w.shape[0])): return 0
+  return matmul_panel(r, m, w.shape[0], w.shape[1], w.dtype.itemsize, transposed=st == (1, w.shape[0]))
 
-def _grad_transposed(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
-  """Whether x @ w records Dot (its weight gradient through a transposed copy of the output gradient): a 2-D w that
-  needs a gradient, x and w of one float dtype, on a device where the copy pays (`matmul_grad_transposed`)."""
+def _dot_rule(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
+  """Whether x @ w may record Dot (its gradients written as matmuls, the value composed apart): a 2-D w that needs a
+  gradient, x and w of one float dtype, on a device with a renderer."""
   if dtype is not None or w.ndim != 2 or x.ndim < 2 or x.dtype != w.dtype or not dtypes.is_float(w.dtype) or w.requires_grad is False: return False
-  if type(x).no_grad or not isinstance(rows := prod(x.shape[:-1]), int) or (r := renderer_of(w.device)) is None: return False
-  return matmul_grad_transposed(r, rows, w.shape[0], w.shape[1], w.dtype.itemsize)
+  return not type(x).no_grad and isinstance(prod(x.shape[:-1]), int) and renderer_of(w.device) is not None
+
+def _grad_transposed(x: Tensor, w: Tensor) -> bool:
+  """Whether Dot's weight gradient goes through a transposed copy of the output gradient (`matmul_grad_transposed`)."""
+  r = renderer_of(w.device)
+  return r is not None and matmul_grad_transposed(r, prod(x.shape[:-1]), w.shape[0], w.shape[1], w.dtype.itemsize)
 
 class LinalgMixin:
   __slots__ = ()
@@ -47,10 +52,13 @@ class LinalgMixin:
     if k_self != k_w: raise ShapeError(f"matmul shape mismatch: {self.shape} @ {w.shape} ({k_self} != {k_w})")
     try: _broadcast_shape(self.shape[:-2], w.shape[:-2])
     except ValueError: raise ShapeError(f"matmul batch dims of {self.shape} and {w.shape} cannot be broadcast") from None
-    if (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
-    if _grad_transposed(self, w, dtype):
+    # w in panels or a transposed gradient: the gradients by Dot's rule (through the panels' copy, the weight gradient
+    # of a Linear's weight.T was reduced over the tokens in the panels' layout: 16 GFLOP/s)
+    if (rule := _dot_rule(self, w, dtype)) and ((p := _panel(self, w)) or _grad_transposed(self, w)):
       T = type(self)
-      return F.Dot.apply(self, w, value=T(self.lazydata, requires_grad=False).dot(T(w.lazydata, requires_grad=False)).lazydata)
+      value = T(self.lazydata, requires_grad=False).dot(T(w.lazydata, requires_grad=False))
+      return F.Dot.apply(self, w, value=value.lazydata, transposed=_grad_transposed(self, w))
+    if not rule and (p := _panel(self, w)): return self._dot_panels(w, p, dtype)
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
@@ -58,12 +66,17 @@ class LinalgMixin:
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
   def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
     """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce (w zero-padded
-    to whole panels, and the product's padded columns cut off, where p does not divide n)."""
+    to whole panels, and the product's padded columns cut off, where p does not divide n; self's rows likewise where the
+    register tile's rows do not divide them, `matmul_rows`)."""
     (k, n), lead, npad = w.shape, self.shape[:-1], -(-w.shape[1] // p) * p
+    m = prod(lead)
+    mp = matmul_rows(r, m, npad) if isinstance(m, int) and (r := renderer_of(w.device)) is not None else m
     if npad != n: w = w.pad(((0, 0), (0, npad - n)))
     wp = w.reshape(k, npad // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
-    out = (self.reshape(*lead, 1, 1, k) * wp).sum(-1, dtype=dtype).reshape(*lead, npad)
-    if npad != n: out = out.contiguous()[..., :n]
+    x = self.reshape(m, k).pad(((0, mp - m), (0, 0))).reshape(mp, 1, 1, k) if mp != m else self.reshape(*lead, 1, 1, k)
+    out = (x * wp).sum(-1, dtype=dtype).reshape(*(lead if mp == m else (mp,)), npad)
+    if mp != m: out = out.contiguous()[:m, :n].reshape(*lead, n)
+    elif npad != n: out = out.contiguous()[..., :n]
     return out.cast(to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype))
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""
