@@ -42,16 +42,24 @@ class CompiledRunner(Runner):
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
     p = self.p
     if self.plain: return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
+    gs, ls, vals = self.launch_args(var_vals)
+    return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
+  def launch_args(self, var_vals: dict[UOp, int]) -> tuple[Any, Any, list[int]]:
+    """The launch sizes and the Variables' values (in the kernel's parameter order) of a call with these values."""
+    p = self.p
     if (missing := [v.expr for v in self.needs if v not in var_vals]):
       raise ValueError(f"kernel {p.name} needs a value for the Variable {missing[0]}: bind it where the symbolic size is made "
                        f"(Variable({missing[0]!r}, ...).bind(n))")
     vals, gs, ls = [var_vals[v] for v in p.vars], p.global_size, p.local_size
     if self.symbolic_launch: gs, ls = [sym_infer(x, var_vals) for x in gs], [sym_infer(x, var_vals) for x in ls] if ls is not None else None
-    return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
+    return gs, ls, vals
 
-  def launcher(self, bufs: list[Buffer]) -> Callable[[], Any] | None:
-    """The kernel bound to these buffers (see Program.launcher); None when its launch takes Variables' values."""
-    return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size) if self.plain else None
+  def launcher(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None) -> Callable[[], Any]:
+    """The kernel bound to these buffers (see Program.launcher) and, where its launch takes Variables' values, to
+    these values (a kernel that takes none ignores them)."""
+    if self.plain: return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size)
+    gs, ls, vals = self.launch_args(var_vals or {})
+    return self.prg.launcher([b._buf for b in bufs], gs, ls, vals)
 
 def compile_program(p: ProgramSpec) -> bytes:
   """The binary of a program, through its compiler's disk cache (a `compile` span on the timeline while profiling)."""
