@@ -242,3 +242,21 @@ def test_kv_cache_kernels_are_reused_across_positions(device):
   for i in range(1, 8): step(i)
   assert len(method_cache) == before
   np.testing.assert_array_equal(cache.numpy(), np.repeat(np.arange(8, dtype=np.float32)[:, None] + 0.5, 4, 1))
+
+def test_jit_replay_binds_symbolic_kernels_once_per_values(device, monkeypatch):
+  """A replay whose kernels take a Variable's value (a KV cache read to its length) runs them through bound launchers,
+  bound again when the value or an input's memory changes (each alone and both): results equal numpy for each call,
+  and no kernel goes through exec_runner."""
+  import tinycore.engine.jit as jit
+  C = rng.standard_normal((8, 4)).astype(np.float32)
+  cache, v = Tensor(C).realize(), Variable("n", 1, 8)
+  @TinyJit
+  def f(x: Tensor, n) -> Tensor: return (cache[:n].sum(0) * x + 1).realize()
+  xs = [rng.standard_normal(4).astype(np.float32) for _ in range(3)]
+  for k, n in enumerate((2, 3)): f(Tensor(xs[k]), v.bind(n))  # warm-up and capture
+  def no_exec(*a, **kw): raise AssertionError("a replayed kernel went through exec_runner")
+  monkeypatch.setattr(jit, "exec_runner", no_exec)
+  x = Tensor(xs[2]).realize()
+  for X, n in ((xs[2], 5), (xs[2], 1), (xs[0], 1), (xs[1], 8), (xs[1], 8), (xs[0], 3)):  # value, input, both, neither
+    if X is not xs[2]: x = Tensor(X).realize()
+    close(f(x, v.bind(n)).numpy(), C[:n].sum(0) * X + 1)

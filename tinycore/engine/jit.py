@@ -92,23 +92,31 @@ class CapturedJit(Generic[ReturnType]):
     # drop the references to call 2's input buffers: their owners may free them
     self.kernels = [(r, [b if (j, i) not in self.input_replace else None for i, b in enumerate(bufs)]) for j, (r, bufs) in enumerate(kernels)]  # type: ignore[misc]
     # the replay's fast path: every kernel bound once to its buffers (Program.launcher), those reading an input bound
-    # again when that input's memory changes. Only kernels whose launch takes no Variables' values can be bound.
+    # again when that input's memory changes, those whose launch takes Variables' values (a KV cache's length) bound
+    # again when the values change
     runners = [r for r, _ in self.kernels]
-    self.bindable = all(isinstance(r, CompiledRunner) and r.plain for r in runners)
+    self.bindable = all(isinstance(r, CompiledRunner) for r in runners)
     self.reads: list[set[int]] = [{k for (j2, _), k in self.input_replace.items() if j2 == j} for j in range(len(self.kernels))]
+    self.symbolic = {j for j, r in enumerate(runners) if not getattr(r, "plain", True)}
     self.calls: list[Callable[[], Any] | None] = [None] * len(self.kernels)
+    self.call_bufs: list[list[Buffer] | None] = [None] * len(self.kernels)  # the buffers each call is bound to
     self.bound: list[Any] = [None] * len(input_bufs)  # the inputs' device memory the calls are bound to
+    self.bound_vals: dict[UOp, int] | None = None  # the Variables' values the symbolic calls are bound to
     self.ops = sum(r.op_estimate for r in runners)
     self.mem = sum(b.size * b.dtype.itemsize for _, bufs in kernels for b in bufs)
 
   def __call__(self, input_bufs: list[Buffer], var_vals: dict[UOp, int]) -> ReturnType:
     if self.bindable and DEBUG < 2 and not _realize.capturing and not PROFILE.value:
       mem = [b.ensure_allocated()._buf for b in input_bufs]
-      if (changed := {k for k, (x, y) in enumerate(zip(mem, self.bound)) if x is not y}) or None in self.calls:
+      changed = {k for k, (x, y) in enumerate(zip(mem, self.bound)) if x is not y}
+      new_vals = bool(self.symbolic) and var_vals != self.bound_vals
+      if changed or new_vals or None in self.calls:
         for j, (runner, _) in enumerate(self.kernels):
           if self.calls[j] is None or not changed.isdisjoint(self.reads[j]):
-            self.calls[j] = runner.launcher([b.ensure_allocated() for b in self._bufs(j, input_bufs)])  # type: ignore[attr-defined]
-        self.bound = mem  # (held: a bound address stays valid while its memory object lives)
+            self.call_bufs[j] = [b.ensure_allocated() for b in self._bufs(j, input_bufs)]
+          elif not (new_vals and j in self.symbolic): continue
+          self.calls[j] = runner.launcher(self.call_bufs[j], var_vals)  # type: ignore[attr-defined]
+        self.bound, self.bound_vals = mem, var_vals  # (held: a bound address stays valid while its memory object lives)
       for f in self.calls: f()  # type: ignore[misc]
       gc = GlobalCounters
       gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + len(self.calls), gc.global_ops + self.ops, gc.global_mem + self.mem

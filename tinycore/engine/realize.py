@@ -14,7 +14,7 @@ from tinycore import profile
 from tinycore.viz import record as vizrecord
 from tinycore.ops import Ops
 from tinycore.codegen import ProgramSpec, get_kernel, get_program
-from tinycore.engine.schedule import Schedule, ScheduleItem, mark_realized
+from tinycore.engine.schedule import CachedSchedule, Schedule, ScheduleItem, mark_outputs, mark_realized
 from tinycore.engine.queues import run_on_queues
 from tinycore.engine import compiles, programpool
 from tinycore.engine.memory import MEMPLAN, ScheduleFrees, free_plan
@@ -42,16 +42,24 @@ class CompiledRunner(Runner):
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
     p = self.p
     if self.plain: return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
+    gs, ls, vals = self.launch_args(var_vals)
+    return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
+  def launch_args(self, var_vals: dict[UOp, int]) -> tuple[Any, Any, list[int]]:
+    """The launch sizes and the Variables' values (in the kernel's parameter order) of a call with these values."""
+    p = self.p
     if (missing := [v.expr for v in self.needs if v not in var_vals]):
       raise ValueError(f"kernel {p.name} needs a value for the Variable {missing[0]}: bind it where the symbolic size is made "
                        f"(Variable({missing[0]!r}, ...).bind(n))")
     vals, gs, ls = [var_vals[v] for v in p.vars], p.global_size, p.local_size
     if self.symbolic_launch: gs, ls = [sym_infer(x, var_vals) for x in gs], [sym_infer(x, var_vals) for x in ls] if ls is not None else None
-    return self.prg(*[b._buf for b in bufs], global_size=gs, local_size=ls, vals=vals, wait=wait)
+    return gs, ls, vals
 
-  def launcher(self, bufs: list[Buffer]) -> Callable[[], Any] | None:
-    """The kernel bound to these buffers (see Program.launcher); None when its launch takes Variables' values."""
-    return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size) if self.plain else None
+  def launcher(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None) -> Callable[[], Any]:
+    """The kernel bound to these buffers (see Program.launcher) and, where its launch takes Variables' values, to
+    these values (a kernel that takes none ignores them)."""
+    if self.plain: return self.prg.launcher([b._buf for b in bufs], self.p.global_size, self.p.local_size)
+    gs, ls, vals = self.launch_args(var_vals or {})
+    return self.prg.launcher([b._buf for b in bufs], gs, ls, vals)
 
 def compile_program(p: ProgramSpec) -> bytes:
   """The binary of a program, through its compiler's disk cache (a `compile` span on the timeline while profiling)."""
@@ -183,16 +191,20 @@ class Capture(list):
 # TinyJit pushes a Capture here while it captures: every kernel run meanwhile is recorded into the innermost one
 capturing: list[Capture] = []
 
-def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None = None, capture: Capture | None = None) -> None:
+def run_schedule(schedule: list[ScheduleItem] | CachedSchedule, var_vals: dict[UOp, int] | None = None, capture: Capture | None = None) -> None:
   """Run every item in order; `capture` (or the innermost of `capturing`) records (runner, buffers) as they run. Each
   item's outputs are marked realized as soon as it ran, and a buffer this realize allocated is freed after the last
   item that uses it unless something outside the schedule holds it (engine/memory.py; MEMPLAN=0: at the end)."""
   var_vals = var_vals or {}
-  if VIZ.value: vizrecord.schedule(schedule)
   if capture is None and capturing: capture = capturing[-1]
   beam, noopt = BEAM.value, NOOPT.value
+  if type(schedule) is CachedSchedule:
+    if capture is None and DEBUG.value < 2 and not (PROFILE.value or VIZ.value) and \
+       (plan := schedule.entry.memo.get(("plan", beam, noopt))) is not None: return _run_plan(schedule, plan, var_vals)
+    schedule = schedule.items()
+  if VIZ.value: vizrecord.schedule(schedule)
   # a schedule the cache gave again keeps its runners and its plan of frees by position (see schedule.Schedule)
-  memo = schedule.memo if type(schedule) is Schedule and len(schedule) > 1 else None
+  memo = schedule.memo if type(schedule) is Schedule else None
   if (runners := memo.get((beam, noopt)) if memo is not None else None) is None:
     if len(schedule) > 1 and DEBUG.value < 3: prepare_runners(schedule)  # (with DEBUG>=3 each kernel prints as it runs)
     if memo is not None and DEBUG.value < 3: memo[(beam, noopt)] = runners = [(si.ast, lower_item(si)) for si in schedule]
@@ -205,9 +217,9 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
       if (plan := memo.get("frees")) is None: plan = memo["frees"] = free_plan(schedule)
       frees = ScheduleFrees(schedule, plan)
   for k, si in enumerate(schedule):
-    bufs = list(si.bufs)
+    bufs = si.bufs
     for b in bufs:
-      if not hasattr(b, "_buf"): b.allocate()
+      if "_buf" not in b.__dict__: b.allocate()
     if runners is not None and runners[k][0] is si.ast: runner = runners[k][1]
     else:
       # the in-memory runner cache first (what get_runner does, without a call per kernel)
@@ -216,12 +228,28 @@ def run_schedule(schedule: list[ScheduleItem], var_vals: dict[UOp, int] | None =
     if runner is not None:
       if jobs is None: exec_runner(runner, bufs, var_vals)
       else: jobs.append((runner.device, bufs, functools.partial(exec_runner, runner, bufs, var_vals)))
-      if capture is not None: capture.record(runner, bufs, tuple(range(max(1, len(si.outputs)))))
+      if capture is not None: capture.record(runner, list(bufs), tuple(range(max(1, len(si.outputs)))))
     if frees is not None:
       mark_realized((si,))  # (its graph goes: the buffers it read are held by what still reads them only)
       frees.free_after(k)
   if jobs: run_on_queues(jobs)
   if frees is None: mark_realized(schedule)
+  if memo is not None and runners is not None and len(schedule) <= 1 and ("plan", beam, noopt) not in memo and \
+     all(type(r) is CompiledRunner for _, r in runners):
+    memo[("plan", beam, noopt)] = [(r, r.op_estimate, sum(b.size * b.dtype.itemsize for b in si.bufs)) for (_, r), si in zip(runners, schedule)]
+
+def _run_plan(run: CachedSchedule, plan: list[tuple[CompiledRunner, int, int]], var_vals: dict[UOp, int]) -> None:
+  """Run a schedule of one kernel (or none) from the cache as its structure ran before (its runner, its operations and
+  bytes): what run_schedule does for it without debugging, profiling or a capture, with no items made and one call less
+  per kernel; the repeated op of an eager loop."""
+  gc = GlobalCounters
+  for (_, pick_bufs, pick_outs, _), (runner, ops, mem) in zip(run.entry, plan):
+    bufs = pick_bufs(run.bufs)
+    for b in bufs:
+      if "_buf" not in b.__dict__: b.allocate()
+    runner(bufs, var_vals)
+    gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + 1, gc.global_ops + ops, gc.global_mem + mem
+    mark_outputs(pick_outs(run.lbs))
 
 def exec_runner(runner: Runner, bufs: list[Buffer], var_vals: dict[UOp, int], jit: bool = False) -> None:
   # this runs for every kernel of every step (a JIT replay is a loop over it): kept to the few operations it needs

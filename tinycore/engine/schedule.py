@@ -250,11 +250,18 @@ def _group_ast(members: list[LazyBuffer], realizes: set[LazyBuffer]) -> tuple[UO
                  for j, (m, v) in enumerate(zip(members, values)))
   return UOp(Ops.SINK, dtypes.void, stores), kb.bufs, [x for x in kb.inputs if x not in kb.inline]
 
-def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> list[list[LazyBuffer]]:
+def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer], touched: set[LazyBuffer] | None = None) -> list[list[LazyBuffer]]:
   """The assigns (to distinct buffers, of one shape and device, without a reduce) whose kernels read one another's
-  results, joined into groups of two or more (graph order), each to become one kernel (see _group_ast)."""
+  results, joined into groups of two or more (graph order), each to become one kernel (see _group_ast). `touched`
+  collects the unrealized bases the searches passed through: the answer depends on whether those are in `realizes`
+  only, so realizing any other base leaves it as it is."""
+  touched = set() if touched is None else touched
+  def no_reduce(b: LazyBuffer) -> bool:
+    r = _reduce_below(b.srcs[-1], realizes, seen := set(), b)
+    touched.update(seen)
+    return r is None
   cands = [b for b in graph if b.op is ASSIGN and b.arg is None and b in realizes and b.srcs[-1].base is not b.srcs[0].base and
-           _reduce_below(b.srcs[-1], realizes, set(), b) is None and b.srcs[-1].base.op is not Ops.GATHER]
+           no_reduce(b) and b.srcs[-1].base.op is not Ops.GATHER]
   if len(cands) < 2: return []
   if len({id(b.buffer) for b in cands}) != len(cands): return []  # two assigns into one buffer: kept apart
   parent = {b: b for b in cands}
@@ -270,6 +277,7 @@ def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> list[l
       if x in parent:
         if x.shape == b.shape and x.device == b.device: parent[find(x)] = find(b)
       elif x.op is not BUFFER and x not in realizes and x.op in GroupOp.Elementwise: todo += [s.base for s in x.srcs]
+    touched.update(seen)
   groups: dict[LazyBuffer, list[LazyBuffer]] = {}
   for b in cands: groups.setdefault(find(b), []).append(b)
   return [g for g in groups.values() if len(g) > 1]
@@ -325,6 +333,19 @@ class Schedule(list):
     (s := Schedule(items)).memo = memo
     return s
 
+class CachedSchedule:
+  """A schedule the cache gave again, before its items are made: the cache entry and the graph's bases then leaves,
+  which each item takes its buffers, outputs and inputs from by position. run_schedule runs one whose structure ran
+  before straight from its memo (an op repeated in an eager loop makes no items); `items()` makes them, once: the
+  items then hold the graph alone (run_schedule frees a buffer that nothing but the items references, engine/memory.py)."""
+  __slots__ = ("entry", "lbs", "bufs")
+  def __init__(self, entry: _Entry, lbs: tuple[LazyBuffer, ...]):
+    self.entry, self.lbs, self.bufs = entry, lbs, tuple([x.buffer for x in lbs])
+  def items(self) -> Schedule:
+    lbs, bufs = self.lbs, self.bufs
+    self.lbs = self.bufs = ()
+    return Schedule.of([ScheduleItem(ast, b(bufs), o(lbs), i(lbs)) for ast, b, o, i in self.entry], self.entry.memo)
+
 _sched_cache: dict[tuple, _Entry | _OwnValues] = {}
 
 def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool]:
@@ -333,7 +354,6 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   whether the graph has assigns (what the steps after it may skip)."""
   graph = _graph(outs)
   pos = dict(zip(graph, range(len(graph))))
-  out_bases = {o._base or o for o in outs}
   leaves: dict[LazyBuffer, int] = {}
   desc: list[tuple] = []
   bound: list[dict[UOp, int]] = []
@@ -356,9 +376,9 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
         if s.var_vals: bound.append(s.var_vals)
         srcs.append(pos[sb] if sb in pos else -1 - leaves.setdefault(sb, len(leaves)))
         srcs.append(s.st.views)
-    # a lifted constant's value is not part of the structure (it is an input)
+    # a lifted constant's value is not part of the structure (it is an input), unless it is an output
     if (op := b.op) is ASSIGN: assigns = True
-    arg = None if op is CONST and b not in out_bases and _lifted(b) else b.arg
+    arg = None if op is CONST and _lifted(b) and all((o._base or o) is not b for o in outs) else b.arg
     desc.append((op, arg, b.dtype, b.shape, b.device, b.forced_realize, tuple(srcs)))
   leaf_list = list(leaves)
   # two realized bases can share one buffer (a tensor and what was assigned to it): kernels then read it once
@@ -373,26 +393,30 @@ def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
 
 def create_schedule_with_vars(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem], dict[UOp, int]]:
   """The schedule for `outs` and the values of the Variables its kernels use (what run_schedule needs)."""
-  return _schedule_with_vars(outs, True)
+  return _schedule_with_vars(outs, True)  # type: ignore[return-value]
 
-def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool) -> tuple[list[ScheduleItem], dict[UOp, int]]:
+def schedule_to_run(outs: list[LazyBuffer]) -> tuple[list[ScheduleItem] | CachedSchedule, dict[UOp, int]]:
+  """What create_schedule_with_vars gives, for run_schedule only: a schedule from the cache not made into items yet."""
+  return _schedule_with_vars(outs, True, True)
+
+def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
+                        deferred: bool = False) -> tuple[list[ScheduleItem] | CachedSchedule, dict[UOp, int]]:
   key, graph, leaves, var_vals, assigns = _structure(outs)
-  if check_readers and (writes := pending_writes(leaves, outs, graph)): return _schedule_with_vars(outs + writes, True)
+  if check_readers and (writes := pending_writes(leaves, outs, graph)): return _schedule_with_vars(outs + writes, True, deferred)
   # (one pass of _overwritten_readers finds every value to realize early: the graph with them needs no second look)
   if assigns and check_readers and (early := _overwritten_readers(graph, outs)):
     inside = set(graph)
-    if not all(e in inside for e in early): return _schedule_with_vars(outs + early, False)
+    if not all(e in inside for e in early): return _schedule_with_vars(outs + early, False, deferred)
     # values of this graph only (the common case): the graph and its description stay; only the outputs grow
     outs, key = outs + early, (key[0], key[1], key[2] + tuple((0, graph.index(e)) for e in early))
   cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
   if type(cached) is _OwnValues:
     for i in cached: _own_value(graph[i])
-    return _schedule_with_vars(outs, False)
+    return _schedule_with_vars(outs, False, deferred)
   if cached is not None:
-    lbs = (*graph, *leaves)
-    bufs = tuple([x.buffer for x in lbs])
-    for j in cached.consts: _fill_const(lbs[j])
-    return Schedule.of([ScheduleItem(ast, b(bufs), o(lbs), i(lbs)) for ast, b, o, i in cached], cached.memo), var_vals
+    run = CachedSchedule(cached, (*graph, *leaves))
+    for j in cached.consts: _fill_const(run.lbs[j])
+    return run if deferred else run.items(), var_vals
   try: sched = _fill_consts(_create_schedule(outs))
   except _AssignCycle as c:
     if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
@@ -483,10 +507,14 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
   # kernel being built only (rebuilding them all on each refusal made a train step's first schedule quadratic)
   kernels: dict[LazyBuffer, tuple] = {}
   built_groups: dict | None = None
+  groups: dict | None = None
+  touched: set[LazyBuffer] = set()  # what the grouping looked at: a refused base elsewhere leaves the groups as they are
   while True:
     try:
       # a group's kernel is keyed by its first member; the others are its outputs too. A new grouping builds them all again
-      groups = {g[0]: g for g in _assign_groups(graph, realizes)} if grouped else {}
+      if groups is None:
+        touched.clear()
+        groups = {g[0]: g for g in _assign_groups(graph, realizes, touched)} if grouped else {}
       if groups != built_groups: kernels, built_groups = {}, groups
       members = {m for g in groups.values() for m in g[1:]}
       for b in graph:
@@ -494,6 +522,7 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
           kernels[b] = _group_ast(groups[b], realizes) if b in groups else _kernel_ast(b, realizes)
     except _Refuse as r:
       realizes.add(r.base)
+      if r.base in touched: groups = None
       continue
     except _Ungroup: return _create_schedule(outs, False)
     break
@@ -549,8 +578,11 @@ def _save_graph(graph: list[LazyBuffer], realizes: set[LazyBuffer]) -> None:
 
 def mark_realized(items: list[ScheduleItem]) -> None:
   """After running: every scheduled output becomes a plain buffer and drops its sources (freeing the graph)."""
-  for it in items:
-    for lb in it.outputs:
-      lb.op, lb.srcs, lb.arg = BUFFER, (), None
+  for it in items: mark_outputs(it.outputs)
 
-__all__: list[Any] = ["ScheduleItem", "Schedule", "create_schedule", "create_schedule_with_vars", "mark_realized"]
+def mark_outputs(outputs: tuple[LazyBuffer, ...]) -> None:
+  """After running an item: its outputs become plain buffers and drop their sources."""
+  for lb in outputs: lb.op, lb.srcs, lb.arg = BUFFER, (), None
+
+__all__: list[Any] = ["ScheduleItem", "Schedule", "CachedSchedule", "create_schedule", "create_schedule_with_vars", "schedule_to_run",
+                      "mark_realized"]

@@ -26,7 +26,7 @@ from tinycore.helpers import prod, all_int, TRAINING
 from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
 from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
-from tinycore.engine.schedule import ScheduleItem, create_schedule, create_schedule_with_vars
+from tinycore.engine.schedule import ScheduleItem, create_schedule, schedule_to_run
 from tinycore.engine.realize import run_schedule
 from tinycore.index_errors import raise_index_errors
 from tinycore.uop.uop import UOp, sint, sym_infer
@@ -180,8 +180,13 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and the others given) now. Each one computed here (not realized before) becomes a leaf of
     the autograd graph, as in tinygrad: gradients no longer flow through it, and the graph it came from is let go."""
+    if not lst and (lb := self.lazydata).__class__ is LazyBuffer:  # (one tensor on one device: an eager loop's realize, in fewer steps)
+      cut_self = self._ctx is not None and (lb._base or lb).op is not Ops.BUFFER
+      run_schedule(*schedule_to_run([lb]))
+      if cut_self: self._ctx = None
+      return self
     cut = [t for t in (self, *lst) if t._ctx is not None and not t.lazydata.is_realized()]
-    run_schedule(*create_schedule_with_vars([lb for t in (self, *lst) for lb in shards_of(t.lazydata)]))
+    run_schedule(*schedule_to_run([lb for t in (self, *lst) for lb in shards_of(t.lazydata)]))
     # kept, a realized graph would hold its unrealized intermediates, which an optimizer step must then compute early
     for t in cut: t._ctx = None
     return self

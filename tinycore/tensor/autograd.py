@@ -72,7 +72,7 @@ class AutogradMixin:
     ret.grad, ret.is_param, ret._ctx = None, True, None
     if cls.no_grad: ret._rg = None
     elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, _link_of(x)
-    elif True in (needs := tuple(t._rg is not False and t.lazydata.dtype in _FLOATS for t in x)):
+    elif True in (needs := tuple([t._rg is not False and t.lazydata.dtype in _FLOATS for t in x])):
       ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
       ret._rg = True if any(t._rg for t in x) else None
     else: ret._rg, ret._ctx = False, _link_of(x)  # computed from detached tensors only: detached too
