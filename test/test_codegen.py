@@ -82,7 +82,8 @@ def test_buffer_whose_loads_simplify_away_keeps_its_parameter(device):
 
 def test_strided_lanes_give_the_lane_by_lane_program(monkeypatch):
   # a transposed read along the vector dim loads one value per lane, each index the lane 0 one moved by the stride
-  # (built directly, not worked out again per lane; the kernel as the heuristics optimize it, on CLANG: vector lanes): the same program as lane by lane, and numpy's values
+  # (built directly, not worked out again per lane; the kernel as the heuristics optimize it, on CLANG: vector lanes):
+  # the same program as lane by lane, and numpy's values
   from tinycore.codegen.lowerer import Lowerer
   from tinycore.engine.realize import get_kernel
   device, a = "CLANG", np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32)
