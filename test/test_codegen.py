@@ -79,3 +79,19 @@ def test_buffer_whose_loads_simplify_away_keeps_its_parameter(device):
   p = get_program(Kernel(si.ast, Device[device].renderer), device)
   assert sorted(u.arg for u in p.uops if u.op is Ops.DEFINE_GLOBAL) == [0, 1, 2]
   np.testing.assert_array_equal(out.numpy(), np.pad(an, (0, 2)).reshape(2, 3)[1:2, 1:3] + cn)
+
+def test_strided_lanes_give_the_lane_by_lane_program(monkeypatch):
+  # a transposed read along the vector dim loads one value per lane, each index the lane 0 one moved by the stride
+  # (built directly, not worked out again per lane; the kernel as the heuristics optimize it, on CLANG: vector lanes):
+  # the same program as lane by lane, and numpy's values
+  from tinycore.codegen.lowerer import Lowerer
+  from tinycore.engine.realize import get_kernel
+  device, a = "CLANG", np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32)
+  out = (Tensor(a, device=device).T * 2 + 1).contiguous()
+  progs, hits, strided = {}, [], Lowerer._strided_lanes
+  monkeypatch.setattr(Lowerer, "_strided_lanes", lambda self, *a: (hits.append(1), strided(self, *a))[1])
+  for how in ("strided", "lane by lane"):
+    if how == "lane by lane": monkeypatch.setattr(Lowerer, "_strided_lanes", lambda self, u, consts, idx, stride: self._per_lane(u, consts))
+    progs[how] = [get_program(get_kernel(si.ast, Device[device].renderer), device).src for si in out.schedule() if si.ast.op is Ops.SINK]
+  assert progs["strided"] == progs["lane by lane"] and hits
+  np.testing.assert_allclose(out.numpy(), a.T.astype(np.float64) * 2 + 1, rtol=1e-6)

@@ -11,8 +11,9 @@ from tinycore.helpers import prod
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, upcast_combos
 from tinycore.codegen.indexed import lower_scatter
+from tinycore.shape import ShapeTracker
 from tinycore.uop.uop import UOp, sint_to_uop
-from tinycore.uop.symbolic import simplify, ssimplify, linear_terms
+from tinycore.uop.symbolic import build_linear, simplify, ssimplify, linear_terms
 
 def _identity(op: Ops, dt) -> object:  # noqa: ANN001
   return 0 if op is Ops.ADD else dtypes.min(dt)
@@ -130,6 +131,7 @@ class Lowerer:
     self.lane_var = UOp(Ops.DEFINE_VAR, dtypes.int32, arg=("_lane", 0, self.vw - 1))
     self.node_memo: dict[tuple[UOp, tuple], UOp] = {}
     self.lanes_memo: dict[tuple[UOp, tuple], tuple[UOp, ...]] = {}
+    self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
     self.idx_dt = index_dtype(k)
     self._index_dims()
 
@@ -152,8 +154,14 @@ class Lowerer:
     return rng
 
   def index(self, view: UOp, consts: dict[int, int | str]) -> tuple[UOp, UOp]:
-    """The (index, valid) expressions of a view in a context; a dim set to LANE takes the lane variable."""
+    """The (index, valid) expressions of a view in a context; a dim set to LANE takes the lane variable. Memoized by
+    the view's tracker and the context: loads of several buffers through one view (an elementwise op's operands, a
+    gradient's) share them."""
     st = self.k.st_for(view)
+    if (ret := self.index_memo.get(key := (st, _key(consts)))) is None: self.index_memo[key] = ret = self._index(st, consts)
+    return ret
+
+  def _index(self, st: ShapeTracker, consts: dict[int, int | str]) -> tuple[UOp, UOp]:
     ix = [self.lane_var if consts.get(d) == LANE else UOp.const(dtypes.int32, consts[d]) if d in consts else
           self.idxs.get(d, UOp.const(dtypes.int32, 0)) if s != 1 else UOp.const(dtypes.int32, 0) for d, s in enumerate(st.shape)]
     # (ids and loops count in int32: each dim fits; the address they make is worked out in the index dtype)
@@ -220,7 +228,22 @@ class Lowerer:
       idx0, buf, vdt = self.at_lane0(idx), u.src[0], u.dtype.vec(self.vw)
       if valid.op is Ops.CONST: return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0)))
       return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0, valid, _pack((UOp.const(u.dtype, 0),) * self.vw))))
+    if stride is not None and valid.op is Ops.CONST and valid.arg is True: return self._strided_lanes(u, consts, idx, stride)
     return self._per_lane(u, consts)
+
+  def _strided_lanes(self, u: UOp, consts: dict[int, int], idx: UOp, stride: int) -> tuple[UOp, ...]:
+    """One load per lane where the index moves `stride` a lane: each lane's index is the sum with its constant moved,
+    built directly (the index worked out and simplified again for every lane was most of a gather-heavy kernel's
+    lowering); the same nodes as lane by lane, memoized as node() would."""
+    terms, c = linear_terms(idx)
+    terms = {t: v for t, v in terms.items() if t is not self.lane_var}
+    out = []
+    for j in range(self.vw):
+      key = _key({**consts, self.vdim: j})
+      if (ld := self.node_memo.get((u, key))) is None:
+        self.node_memo[(u, key)] = ld = UOp(Ops.LOAD, u.dtype, (u.src[0], build_linear(terms, c + stride * j, idx)))
+      out.append(ld)
+    return tuple(out)
 
   # *** reduces ***
   def accumulate(self, op: Ops, dt, parts: list[UOp]) -> UOp:  # noqa: ANN001

@@ -158,8 +158,10 @@ class CStyleLanguage(Renderer):
                                                               if dt in C99_TYPES and self.type_map.get(dt) == CStyleLanguage.type_map[dt])
 
   # *** the walk over the linear program ***
-  def render(self, name: str, uops: list[UOp]) -> str:
-    """Walks the linear program once, spelling each UOp with the settings and methods above (see the module docstring)."""
+  def render(self, name: str, uops: list[UOp], bounds: dict[UOp, tuple[UOp, UOp]] | None = None) -> str:
+    """Walks the linear program once, spelling each UOp with the settings and methods above (see the module docstring).
+    `bounds`: loops run over other bounds than their sources (a renderer that splits a loop over cores: its users keep
+    the loop they were built with, nothing is rebuilt); those bounds' nodes come before the loop in `uops`."""
     r: dict[UOp, str] = {}
     body: list[str] = []
     bufs: list[tuple[str, DType, bool]] = []
@@ -197,7 +199,8 @@ class CStyleLanguage(Renderer):
       elif op is Ops.CONST: r[u] = self.render_const(u.arg, dt)
       elif op is Ops.RANGE:
         r[u] = f"ridx{u.arg}"
-        emit(f"for (int {r[u]} = {r[src[0]]}; {r[u]} < {r[src[1]]}; {r[u]}++) {{")
+        lo, hi = bounds.get(u, src) if bounds else src
+        emit(f"for (int {r[u]} = {r[lo]}; {r[u]} < {r[hi]}; {r[u]}++) {{")
         depth += 1
       elif op is Ops.ENDRANGE:
         depth -= 1

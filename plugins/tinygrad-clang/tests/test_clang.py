@@ -94,3 +94,18 @@ def test_masked_reduce_is_not_miscompiled():
   rows = np.arange(5)[:, None]
   want = ((rows >= 1) * w[1::2].astype(np.float64).sum() + (rows < 4) * w[0::2].astype(np.float64).sum()) * np.ones((5, 7))
   np.testing.assert_allclose(out.reshape(5, 7), want, rtol=1e-5, atol=1e-6)
+
+def test_outer_loop_split_over_cores(monkeypatch):
+  # a large kernel's outer loop runs over each core's share of it, the bounds given to the renderer (the loop's users
+  # are not rebuilt): the loop reads its share from core_id/core_count, and every element is written once (numpy)
+  import tinygrad_clang
+  from tinycore import Tensor, Device
+  from tinycore.codegen import get_program
+  from tinycore.engine.realize import get_kernel
+  monkeypatch.setattr(tinygrad_clang, "THREADS", 2)
+  a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+  out = Tensor(a, device="CLANG") * 2 + 1
+  (si,) = [s for s in out.schedule() if s.ast.op is Ops.SINK]
+  src = get_program(get_kernel(si.ast, Device["CLANG"].renderer), "CLANG").src
+  assert "core_id)/core_count); ridx0 < (" in src and "(core_id+1))/core_count)" in src
+  np.testing.assert_array_equal(out.numpy(), a * 2 + 1)

@@ -36,22 +36,24 @@ def _loop_work(uops: list[UOp]) -> tuple[float, UOp | None]:
     elif u.op not in (Ops.CONST, Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR): work += mult
   return work, outer
 
-def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int]:
+def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int, dict[UOp, tuple[UOp, UOp]]]:
   """Spread the outermost loop over `threads` cores: its bounds become this core's share, computed from two extra
   kernel arguments `core_id` and `core_count`. Only a loop over output positions (not a reduce, which would need the
-  cores to combine partial results) that encloses every store is split; small kernels stay on one core."""
-  if threads <= 1: return uops, 1
+  cores to combine partial results) that encloses every store is split; small kernels stay on one core. Returns the
+  program with the share's nodes and the arguments added, the chunk count, and the loop's new bounds (the renderer
+  writes the loop with them: the loop and its users stay the nodes they are)."""
+  if threads <= 1: return uops, 1, {}
   work, outer = _loop_work(uops)
-  if outer is None or work < PARALLEL_MIN_WORK: return uops, 1
-  if any(u.op is Ops.DEFINE_ACC and outer in u.src[1:] for u in uops): return uops, 1
+  if outer is None or work < PARALLEL_MIN_WORK: return uops, 1, {}
+  if any(u.op is Ops.DEFINE_ACC and outer in u.src[1:] for u in uops): return uops, 1, {}
   start, end = uops.index(outer), max(i for i, u in enumerate(uops) if u.op is Ops.ENDRANGE and u.src[0] is outer)
-  if any(u.op in (Ops.STORE, Ops.RANGE) for u in uops[:start] + uops[end + 1:]): return uops, 1
+  if any(u.op in (Ops.STORE, Ops.RANGE) for u in uops[:start] + uops[end + 1:]): return uops, 1, {}
   lo, hi = outer.src
   # the loop is cut into chunks that the cores take in turn (a few per core, so a busy core delays nothing)
   threads = threads * CHUNKS_PER_CORE
   if lo.op is Ops.CONST and hi.op is Ops.CONST:
     threads = min(threads, hi.arg - lo.arg)
-    if threads <= 1: return uops, 1
+    if threads <= 1: return uops, 1, {}
   i32 = dtypes.int32
   cid, cnt = UOp(Ops.DEFINE_VAR, i32, arg=("core_id", 0, threads - 1)), UOp(Ops.DEFINE_VAR, i32, arg=("core_count", 1, threads))
   # this core's share of [lo, hi): [lo + n*id/count, lo + n*(id+1)/count)
@@ -60,18 +62,13 @@ def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int]:
     off = UOp(Ops.IDIV, i32, (UOp(Ops.MUL, i32, (n, c)), cnt))
     return off if lo.op is Ops.CONST and lo.arg == 0 else UOp(Ops.ADD, i32, (lo, off))
   new_lo, new_hi = share(cid), share(UOp(Ops.ADD, i32, (cid, UOp.const(i32, 1))))
-  extra = [x for x in UOp(Ops.SINK, dtypes.void, (new_lo, new_hi)).toposort() if x.op is not Ops.SINK and x not in uops]
-  mapping: dict[UOp, UOp] = {outer: UOp(Ops.RANGE, outer.dtype, (new_lo, new_hi), outer.arg)}
-  out = uops[:start] + extra
-  for u in uops[start:]:
-    nu = mapping.get(u)
-    if nu is None: nu = u.replace(src=tuple(mapping.get(s, s) for s in u.src)) if any(s in mapping for s in u.src) else u
-    if nu is not u: mapping[u] = nu
-    out.append(nu)
+  have = set(uops)
+  extra = [x for x in UOp(Ops.SINK, dtypes.void, (new_lo, new_hi)).toposort() if x.op is not Ops.SINK and x not in have]
+  out = uops[:start] + extra + uops[start:]
   # the two chunk arguments (named core_id and core_count) go last, after every buffer and variable
   defs = [u for u in out if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR) and u not in (cid, cnt)]
   rest = [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
-  return defs + [cid, cnt] + rest, threads
+  return defs + [cid, cnt] + rest, threads, {outer: (new_lo, new_hi)}
 
 def _max(a: str, b: str, dt: DType) -> str:
   if dt.count > 1: return f"tc_max_{dt.count}({a},{b})"
@@ -185,9 +182,9 @@ class ClangRenderer(CStyleLanguage):
         lines.append(f"static inline {t} tc_max_{n}({t} a, {t} b) {{ return tc_sel_{n}((a != a) | (a > b), a, b); }}")
       if any(u.op is Ops.EXP2 and u.dtype == dt for u in uops) and dt.scalar() == dtypes.float32: lines.append(_vexp2(t, m, n))
     return "\n".join(lines) + ("\n" if lines else "")
-  def render(self, name: str, uops: list[UOp]) -> str:
-    uops, self._threads = split_outer_loop(bf16_as_bits(uops), THREADS)
-    return super().render(name, uops)
+  def render(self, name: str, uops: list[UOp], bounds: dict[UOp, tuple[UOp, UOp]] | None = None) -> str:
+    uops, self._threads, split = split_outer_loop(bf16_as_bits(uops), THREADS)
+    return super().render(name, uops, {**(bounds or {}), **split})
   def render_kernel(self, name: str, body: list[str], bufs: list[tuple[str, DType, bool]], uops: list[UOp], prefix: str = "") -> str:
     src = super().render_kernel(name, body, bufs, uops, prefix)
     if not any(n == "core_id" for n, _, _ in bufs): return src
