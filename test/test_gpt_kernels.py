@@ -1,7 +1,9 @@
 """The GPT training step's non-matmul kernels: a reduce across rows (a bias's or a LayerNorm weight's gradient, summed
 over tokens) takes vectors along its output features (codegen/heuristic.py `_column_tile`); GELU's gradient is given
-by a rule from x alone (tensor/elementwise.py `_gelu_grad`), so the forward stores GELU's value and nothing else.
-Values against numpy / torch in float64, NOOPT on and off."""
+by a rule from x alone (tensor/elementwise.py `_gelu_grad`), so the forward stores GELU's value and nothing else; a
+value that reaches two kernels only through a refused fusion is computed once where recomputing costs more
+(engine/schedule.py `_recompute_costs_more`: the attention's softmax gradient). Values against numpy / torch in
+float64, NOOPT on and off."""
 import copy
 import numpy as np
 import pytest
@@ -82,3 +84,32 @@ def test_gelu_second_order_matches_torch(approximate):
   (gt * gt).sum().backward()
   np.testing.assert_allclose(gx.numpy(), gt.detach().numpy(), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def _split_attention(xt, lib):
+  B, T, H, D = xt.shape[0], xt.shape[1], 4, xt.shape[2] // 12
+  q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in xt.split(H * D, dim=-1)]
+  if lib == "tc": return q.scaled_dot_product_attention(k, v, is_causal=True)
+  import torch
+  return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+def test_attention_gradient_computes_softmax_once():
+  # q, k, v sliced from one tensor (GPT's qkv): their gradients meet in one concat kernel, which refused the q and k
+  # gradient reduces; the softmax and its gradient, reaching both only through them, were recomputed (exp and all)
+  # inside every step of both attention matmuls (GPT size, forward + backward of the attention: 40 -> 7.5 ms)
+  x = Tensor.empty(2, 32, 192, requires_grad=True)
+  o = _split_attention(x, "tc")
+  gx, = (o * Tensor.empty(*o.shape)).sum().gradient(x)
+  assert sum(any(u.op is Ops.EXP2 for u in si.ast.toposort()) for si in _kernels(gx)) == 1
+
+@pytest.mark.parametrize("noopt", [0, 1])
+def test_attention_gradient_matches_torch(noopt):
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(3)
+  xn, gn = rng.standard_normal((2, 24, 96)).astype(np.float32), rng.standard_normal((2, 4, 24, 8)).astype(np.float32)
+  with Context(NOOPT=noopt):
+    x = Tensor(xn, requires_grad=True)
+    (_split_attention(x, "tc") * Tensor(gn)).sum().backward()
+    gx = x.grad.numpy()
+  xt = torch.tensor(xn, dtype=torch.float64, requires_grad=True)
+  (_split_attention(xt, "torch") * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
