@@ -466,18 +466,19 @@ def _recompute_costs_more(b: LazyBuffer, children: dict[LazyBuffer, list[LazyBuf
   each): where a reduce reads each of its elements several times (a matmul's operand: GPT's softmax and its gradient,
   exp and all recomputed in every step of the attention matmuls, 3-7x their time), or where it reads more than
   RECOMPUTE_LOADS_MAX buffers of its own size. A LayerNorm gradient's g * w feeding two row sums stays inline."""
-  n, seen, todo = prod(b.shape), set(), list(children[b])
+  if not isinstance(n := prod(b.shape), int): return False  # (a symbolic size: left as it was)
+  seen, todo = set(), list(children[b])
   while todo:  # downstream, through what fuses with b, to the reduces
     if (c := todo.pop()) in seen: continue
     seen.add(c)
-    if c.op is Ops.REDUCE_AXIS and prod(c.srcs[0].shape) > n: return True
+    if c.op is Ops.REDUCE_AXIS and isinstance(m := prod(c.srcs[0].shape), int) and m > n: return True
     if c not in realizes: todo += children[c]
   seen, todo, full = set(), list(b.srcs), set()
   while todo:  # upstream, to the buffers it loads
     if (x := todo.pop().base) in seen: continue
     seen.add(x)
     if x in realizes or x.op is BUFFER:
-      if prod(x.shape) >= n: full.add(x)
+      if isinstance(m := prod(x.shape), int) and m >= n: full.add(x)
     else: todo += x.srcs
   return len(full) > RECOMPUTE_LOADS_MAX
 
