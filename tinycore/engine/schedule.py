@@ -147,6 +147,9 @@ class _KernelBuilder:
 # a kernel of more AST nodes than this is split (see _KernelBuilder.bounded): lowering, optimizing and compiling cost
 # grows faster than linearly with it (a 4600-node kernel took minutes), while real fused kernels stay in the hundreds
 KERNEL_OPS_MAX = ContextVar("KERNEL_OPS_MAX", 1000)
+# a value read by two kernels only through a refused fusion is stored once where it reads more buffers of its size than this
+# (see _recompute_costs_more)
+RECOMPUTE_LOADS_MAX = 2
 
 def _indexed_ast(out: LazyBuffer, kb: _KernelBuilder) -> UOp:
   """The kernel of an op that writes at loaded positions. INDEX_CHECK: over the index's shape, a store of [size + 1,
@@ -482,6 +485,40 @@ def _overwritten_readers(graph: list[LazyBuffer], outs: list[LazyBuffer]) -> lis
       else: todo += readers
   return [r for r in early if r.op is not BUFFER]
 
+def _recompute_costs_more(b: LazyBuffer, children: dict[LazyBuffer, list[LazyBuffer]], realizes: set[LazyBuffer]) -> bool:
+  """Whether b, read by two kernels, costs more computed in each than stored once (its loads, a store and a load in
+  each): where a reduce reads each of its elements several times (a matmul's operand: GPT's softmax and its gradient,
+  exp and all recomputed in every step of the attention matmuls, 3-7x their time), or where it reads more than
+  RECOMPUTE_LOADS_MAX buffers of its own size. A LayerNorm gradient's g * w feeding two row sums stays inline."""
+  if not isinstance(n := prod(b.shape), int): return False  # (a symbolic size: left as it was)
+  seen, todo = set(), list(children[b])
+  while todo:  # downstream, through what fuses with b, to the reduces
+    if (c := todo.pop()) in seen: continue
+    seen.add(c)
+    if c.op is Ops.REDUCE_AXIS and isinstance(m := prod(c.srcs[0].shape), int) and m > n: return True
+    if c not in realizes: todo += children[c]
+  seen, todo, full = set(), list(b.srcs), set()
+  while todo:  # upstream, to the buffers it loads
+    if (x := todo.pop().base) in seen: continue
+    seen.add(x)
+    if x in realizes or x.op is BUFFER:
+      if isinstance(m := prod(x.shape), int) and m >= n: full.add(x)
+    else: todo += x.srcs
+  return len(full) > RECOMPUTE_LOADS_MAX
+
+def _computed_once(graph: list[LazyBuffer], children: dict[LazyBuffer, list[LazyBuffer]], realizes: set[LazyBuffer],
+                   pays: Callable[[LazyBuffer], bool] = lambda b: True) -> dict[LazyBuffer, set[LazyBuffer]]:
+  """A value that flows into two kernels is computed once, in a kernel of its own (where `pays` says so): adds those to
+  realizes; returns each node's roots, the kernels (realized nodes) its value flows into."""
+  while True:
+    roots: dict[LazyBuffer, set[LazyBuffer]] = {}
+    for b in reversed(graph):
+      roots[b] = {b} if b in realizes else set().union(*(roots[c] for c in children[b])) if children[b] else {b}
+    multi = {b for b in graph if b not in realizes and b.op is not Ops.CONST and len(roots[b]) > 1 and pays(b)}
+    if not multi: return roots
+    # realize only the nodes nearest the consumers; what feeds them may then fuse into a single kernel again
+    realizes |= {b for b in multi if not any(c in multi for c in children[b])}
+
 def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[ScheduleItem]:
   graph = _graph(outs)
   realizes: set[LazyBuffer] = {o.base for o in outs if o.base.op is not Ops.BUFFER}
@@ -493,21 +530,13 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
   for b in graph:
     for s in b.srcs:
       if s.base in children: children[s.base].append(b)
-  # a value that flows into two kernels is computed once, in a kernel of its own
-  while True:
-    roots: dict[LazyBuffer, set[LazyBuffer]] = {}
-    for b in reversed(graph):
-      roots[b] = {b} if b in realizes else set().union(*(roots[c] for c in children[b])) if children[b] else {b}
-    multi = {b for b in graph if b not in realizes and b.op is not Ops.CONST and len(roots[b]) > 1}
-    if not multi: break
-    # realize only the nodes nearest the consumers; what feeds them may then fuse into a single kernel again
-    realizes |= {b for b in multi if not any(c in multi for c in children[b])}
+  roots = _computed_once(graph, children, realizes)
   # build kernels; a fusion that proves invalid makes its base a kernel of its own, then we try again. The kernels
   # built before stay: what is not realized has one consumer kernel (above), so the refused base was part of the
   # kernel being built only (rebuilding them all on each refusal made a train step's first schedule quadratic)
   kernels: dict[LazyBuffer, tuple] = {}
   built_groups: dict | None = None
-  groups: dict | None = None
+  groups: dict[LazyBuffer, list[LazyBuffer]] | None = None
   touched: set[LazyBuffer] = set()  # what the grouping looked at: a refused base elsewhere leaves the groups as they are
   while True:
     try:
@@ -521,8 +550,16 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
         if b in realizes and b not in kernels and b not in members and b.op not in (Ops.COPY, Ops.EMPTY):
           kernels[b] = _group_ast(groups[b], realizes) if b in groups else _kernel_ast(b, realizes)
     except _Refuse as r:
+      # the refused base is a kernel of its own: a value that reached the kernel both through it and another way now
+      # flows into two kernels. Computed once where that pays (_recompute_costs_more: GPT's softmax gradient, into the q
+      # and k gradients that one concat kernel took, 6-10 loads recomputed inside two matmuls); the kernels built with
+      # such a value inline are built again
+      prev, old_roots = set(realizes), roots
       realizes.add(r.base)
-      if r.base in touched: groups = None
+      roots = _computed_once(graph, children, realizes, lambda b: _recompute_costs_more(b, children, realizes))
+      for x in {x for n in realizes - prev - {r.base} for x in old_roots[n]}:
+        kernels.pop(next((g[0] for g in (groups or {}).values() if x in g), x), None)
+      if not touched.isdisjoint(realizes - prev): groups = None
       continue
     except _Ungroup: return _create_schedule(outs, False)
     break

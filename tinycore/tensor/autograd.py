@@ -85,7 +85,11 @@ class AutogradMixin:
   def _output_of(cls, ctx: F.Function) -> Tensor:
     """ctx's output (ctx.ret) as a Tensor recorded with ctx (Function.out comes here)."""
     ret = cls.__new__(cls)
-    ret.lazydata, ret.grad, ret.is_param, ret._rg, ret._ctx = ctx.ret, None, True, None, None if cls.no_grad else ctx
+    ret.lazydata, ret.grad, ret.is_param, ret._ctx = ctx.ret, None, True, None if cls.no_grad else ctx
+    # marked as the output that forward returned (see _apply): under the PyTorch rule, a backward differentiates only
+    # through tensors marked True; unmarked, a gradient built from it (sigmoid's, from its output) lost the second-order
+    # part through it (d/dx of x * sigmoid(x)'s gradient: off by 0.35)
+    ret._rg = None if cls.no_grad or not any(p._rg for p in ctx.parents) else True
     return ret
   def _history(self) -> F.Function | None:
     """self._ctx, cut (None) once self is an in-place write that was made: like a realized tensor, a written buffer is a

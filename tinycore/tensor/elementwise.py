@@ -1,7 +1,7 @@
 """Tensor elementwise ops: broadcasting and dtype promotion, arithmetic, comparisons, bitwise and logical ops, pow,
 and the activations built of them."""
 from __future__ import annotations
-import math
+import functools, math
 from typing import TYPE_CHECKING, Any
 import numpy as np
 import tinycore.function as F
@@ -412,9 +412,16 @@ class ElementwiseMixin:
   def gelu(self, approximate: str = "tanh") -> Tensor:
     """GELU: approximate="tanh" (the default, as tinygrad) or "none", the exact self * Phi(self) through erf (torch's
     default)."""
-    if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
-    if approximate != "tanh": raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
-    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+    if approximate not in ("tanh", "none"): raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
+    T = type(self)
+    if T.no_grad: return _gelu(self, approximate)
+    # the value without its pieces recorded, the gradient by a rule from x alone (_gelu_grad): through the pieces, the
+    # forward stored 6 tensors of x's size that the backward reads (GPT's MLP: 6 kernels of 1M floats a layer, and fc2's
+    # input gradient loading them all in its epilogue)
+    T.no_grad = True
+    try: value = _gelu(self, approximate)
+    finally: T.no_grad = False
+    return F.Composite.apply(self, value=value.lazydata, rule=functools.partial(_gelu_grad, approximate=approximate))
   def quick_gelu(self) -> Tensor:
     """self * sigmoid(1.702 * self)."""
     return self * (self * 1.702).sigmoid()
@@ -443,3 +450,18 @@ class ElementwiseMixin:
   def logsigmoid(self) -> Tensor:
     """log(sigmoid(self)), computed without overflow."""
     return -(-self).softplus()
+
+def _gelu(x: Tensor, approximate: str) -> Tensor:
+  if approximate == "none": return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
+  return 0.5 * x * (1 + (_GELU_C * (x + _GELU_A * x * x * x)).tanh())
+
+_GELU_C, _GELU_A = math.sqrt(2 / math.pi), 0.044715
+
+def _gelu_grad(grad: Tensor, x: Tensor, *, needs: tuple[bool, ...], approximate: str) -> tuple[Tensor]:
+  """gelu's gradient (F.Composite's rule), from x alone. tanh: with s = sigmoid(2u), u = c (x + a x^3), gelu = x s
+  (0.5 (1 + tanh u) = s) and gelu' = s + x s (1 - s) 2c (1 + 3a x^2). none: Phi(x) + x phi(x)."""
+  if approximate == "none": d = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf()) + x * (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+  else:
+    s = (2 * _GELU_C * (x + _GELU_A * x * x * x)).sigmoid()
+    d = s + x * s * (1 - s) * (2 * _GELU_C) * (1 + 3 * _GELU_A * x * x)
+  return (grad * d,)
