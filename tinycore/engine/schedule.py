@@ -557,9 +557,10 @@ def _create_schedule(outs: list[LazyBuffer], grouped: bool = True) -> list[Sched
       prev, old_roots = set(realizes), roots
       realizes.add(r.base)
       roots = _computed_once(graph, children, realizes, lambda b: _recompute_costs_more(b, children, realizes))
-      for x in {x for n in realizes - prev - {r.base} for x in old_roots[n]}:
+      new = realizes - prev
+      for x in {x for n in new - {r.base} for x in old_roots[n]}:
         kernels.pop(next((g[0] for g in (groups or {}).values() if x in g), x), None)
-      if not touched.isdisjoint(realizes - prev): groups = None
+      if not touched.isdisjoint(new): groups = None
       continue
     except _Ungroup: return _create_schedule(outs, False)
     break

@@ -2,7 +2,7 @@
 gradient() and backward()."""
 from __future__ import annotations
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 import tinycore.function as F
 from tinycore.dtype import dtypes
 from tinycore.tensor.args import _check_differentiable
@@ -17,6 +17,17 @@ class _Freed(F.Function):
   def __init__(self) -> None: self.parents, self.needs_input_grad = (), ()
 _FREED = _Freed()
 
+
+def by_rule(inputs: tuple[Tensor, ...], compute: Callable[[], Tensor], rule: Callable[..., tuple]) -> Tensor:
+  """compute()'s value recorded as one F.Composite of inputs whose gradient is rule(grad, *inputs, needs=...): the
+  pieces compute builds are not recorded (no_grad meanwhile), so neither are the values they would save for a backward
+  (conv2d's windows, gelu's six intermediates). Under no_grad, compute() as it is."""
+  T = type(inputs[0])
+  if T.no_grad: return compute()
+  T.no_grad = True
+  try: value = compute()
+  finally: T.no_grad = False
+  return F.Composite.apply(*inputs, value=value.lazydata, rule=rule)
 
 def _link_of(x: tuple[Tensor, ...]) -> F.Link | None:
   """A Link to x, or None where no input leads anywhere: leaves marked requires_grad=False get no .grad, and holding

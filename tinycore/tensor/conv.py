@@ -14,7 +14,7 @@ from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
-import tinycore.function as F
+from tinycore.tensor.autograd import by_rule
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
 def weight_panel(weight: Tensor) -> int:
@@ -156,14 +156,10 @@ class ConvMixin:
         # windows that do not overlap (pooling) are a reshape: no repeated input, and a gradient without a fold
         x = x.pad(((0, 0),) * len(lead) + ((0, o * s - i),)) if o * s > i else x.shrink(tuple((0, n) for n in lead) + ((0, o * s),))
         x = x.reshape(*lead, o, s).shrink(tuple((0, n) for n in lead) + ((0, o), (0, k)))
-      elif type(x).no_grad: x = x._overlapping_windows(k, s, d, o)
       else:
         # through these views, the gradient is a reduce over the k copies (a fold at 0.1 GFLOP/s): given instead as a sum
         # of the k taps' gradients, each spread to its input positions (_fold_taps), elementwise
-        type(x).no_grad = True
-        try: v = x._overlapping_windows(k, s, d, o)
-        finally: type(x).no_grad = False
-        x = F.Composite.apply(x, value=v.lazydata, rule=functools.partial(_fold_taps, k=k, s=s, d=d))
+        x = by_rule((x,), functools.partial(x._overlapping_windows, k, s, d, o), functools.partial(_fold_taps, k=k, s=s, d=d))
       # the windowed dim's (o, k) went to the end: restore o to position ax, keep the k's gathered at the end
       nd = x.ndim
       order = list(range(nd - 2))
@@ -193,13 +189,7 @@ class ConvMixin:
     geo = (groups, make_tuple(stride, len(hw)), make_tuple(dilation, len(hw)), _pad_arg(padding, len(hw)))
     # the value is the windowed product below; its gradient is given by _conv_grads (through the windows, autograd's
     # input gradient is a reduce into a k*k times larger tensor and a fold of it, 13 ms a ResNet layer at 0.4 GFLOP/s)
-    T = type(self)
-    if T.no_grad: ret = self._conv(weight, *geo, dtype)
-    else:
-      T.no_grad = True
-      try: value = self._conv(weight, *geo, dtype)
-      finally: T.no_grad = False
-      ret = F.Composite.apply(self, weight, value=value.lazydata, rule=functools.partial(_conv_grads, geo=geo))
+    ret = by_rule((self, weight), functools.partial(self._conv, weight, *geo, dtype), functools.partial(_conv_grads, geo=geo))
     return ret if bias is None else ret.add(bias.reshape(1, -1, *[1] * len(hw)))
   def _conv(self, weight: Tensor, groups: int, stride: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...],
             dtype: DType | str | None) -> Tensor:

@@ -11,6 +11,7 @@ from tinycore.lazy import LazyBuffer
 from tinycore.errors import ShapeError, ArgumentError, DimError, DTypeError
 from tinycore.ops import Ops
 from tinycore.tensor.args import _broadcast_shape, _py_int_dtype
+from tinycore.tensor.autograd import by_rule
 from tinycore.device import is_dtype_supported
 if TYPE_CHECKING: from tinycore.tensor import Tensor
 
@@ -413,15 +414,10 @@ class ElementwiseMixin:
     """GELU: approximate="tanh" (the default, as tinygrad) or "none", the exact self * Phi(self) through erf (torch's
     default)."""
     if approximate not in ("tanh", "none"): raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
-    T = type(self)
-    if T.no_grad: return _gelu(self, approximate)
     # the value without its pieces recorded, the gradient by a rule from x alone (_gelu_grad): through the pieces, the
     # forward stored 6 tensors of x's size that the backward reads (GPT's MLP: 6 kernels of 1M floats a layer, and fc2's
     # input gradient loading them all in its epilogue)
-    T.no_grad = True
-    try: value = _gelu(self, approximate)
-    finally: T.no_grad = False
-    return F.Composite.apply(self, value=value.lazydata, rule=functools.partial(_gelu_grad, approximate=approximate))
+    return by_rule((self,), functools.partial(_gelu, self, approximate), functools.partial(_gelu_grad, approximate=approximate))
   def quick_gelu(self) -> Tensor:
     """self * sigmoid(1.702 * self)."""
     return self * (self * 1.702).sigmoid()
