@@ -260,15 +260,11 @@ class ClangCompiler(Compiler):
       out = os.path.join(d, "kernel.so")
       proc = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
       if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
-      with open(out, "rb") as f: return f.read()
+      return pathlib.Path(out).read_bytes()
   def compile_batch(self, srcs: list[str]) -> list[bytes]:
     # one translation unit for all, one shared object: the compiler's start (driver, cc1, assembler, linker: ~50 ms of
     # CPU with GCC) is paid once; each kernel's binary is that object (ClangProgram loads it once per process)
-    with tempfile.TemporaryDirectory() as d:
-      out = os.path.join(d, "kernels.so")
-      proc = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=one_unit(srcs).encode(), capture_output=True)
-      if proc.returncode != 0: raise CompileError(f"{self.cc} failed (exit {proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
-      return [pathlib.Path(out).read_bytes()] * len(srcs)
+    return [self.compile(one_unit(srcs))] * len(srcs)
 
 def _top_level(src: str) -> list[str]:
   """A source's top-level declarations (typedefs, helper functions, the kernel), each as its text."""
