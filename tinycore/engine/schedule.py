@@ -41,6 +41,7 @@ from tinycore.lazy import LazyBuffer, merge_var_vals, pending_readers, pending_w
 from tinycore.ops import Ops, GroupOp
 from tinycore.shape import ShapeTracker, View
 from tinycore.codegen.indexed import safe_index
+from tinycore.engine import schedulestore
 from tinycore.uop.uop import UOp, sint_to_uop
 
 @dataclass(frozen=True)
@@ -413,6 +414,7 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
     # values of this graph only (the common case): the graph and its description stay; only the outputs grow
     outs, key = outs + early, (key[0], key[1], key[2] + tuple((0, graph.index(e)) for e in early))
   cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
+  if cached is None and not (GRAPH.value or DEBUG.value >= 5): cached = _from_disk(key, len(graph) + len(leaves))
   if type(cached) is _OwnValues:
     for i in cached: _own_value(graph[i])
     return _schedule_with_vars(outs, False, deferred)
@@ -424,19 +426,32 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
   except _AssignCycle as c:
     if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
       raise RuntimeError("cycle in the schedule: kernels wait on each other (an assign reads its own target through another view?)") from None
-    _sched_cache[key] = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
+    _sched_cache[key] = own = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
+    schedulestore.save(key, schedulestore.Stored(own=own))
     return _schedule_with_vars(outs, False)
   if GRAPH.value or DEBUG.value >= 5: return sched, var_vals
   refs: dict[int, int] = {}  # id of a lazy buffer or its buffer -> its position among the graph's bases, then its leaves
   for j, x in enumerate(leaves): refs[id(x)] = refs[id(x.buffer)] = len(graph) + j
   for i, x in enumerate(graph): refs[id(x)] = refs[id(x.buffer)] = i
   try:
-    entry = _Entry([(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs), tuple(refs[id(x)] for x in si.inputs))
-                    for si in sched], tuple(dict.fromkeys(refs[id(x)] for si in sched for x in si.inputs if x.op is CONST)))
+    stored = schedulestore.Stored([(si.ast, tuple(refs[id(b)] for b in si.bufs), tuple(refs[id(x)] for x in si.outputs),
+                                    tuple(refs[id(x)] for x in si.inputs)) for si in sched],
+                                  tuple(dict.fromkeys(refs[id(x)] for si in sched for x in si.inputs if x.op is CONST)))
   except KeyError: return sched, var_vals  # a buffer from outside the graph: not cacheable
+  _remember(key, entry := _Entry(stored.items or [], stored.consts))
+  schedulestore.save(key, stored)
+  return Schedule.of(sched, entry.memo), var_vals
+
+def _remember(key: tuple, entry: _Entry | _OwnValues) -> _Entry | _OwnValues:
+  """Keep an entry in the in-memory cache (its oldest entry goes past 4096)."""
   if len(_sched_cache) >= 4096: _sched_cache.pop(next(iter(_sched_cache)))
   _sched_cache[key] = entry
-  return Schedule.of(sched, entry.memo), var_vals
+  return entry
+
+def _from_disk(key: tuple, n_refs: int) -> _Entry | _OwnValues | None:
+  """The entry for a graph of this structure that an earlier process scheduled (engine/schedulestore.py), or None."""
+  if (got := schedulestore.load(key, n_refs)) is None: return None
+  return _remember(key, _OwnValues(got.own) if got.own is not None else _Entry(got.items or [], got.consts))
 
 def _own_value(a: LazyBuffer) -> bool:
   """Give assign `a` a kernel of its own that computes its value into a new buffer; `a` becomes a copy of that buffer.
