@@ -424,7 +424,7 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
     return run if deferred else run.items(), var_vals
   try: sched = _fill_consts(_create_schedule(outs))
   except _AssignCycle as c:
-    if not (fixed := [a for a in c.assigns if _own_value(a)][:1]):
+    if not (fixed := [a for a in c.assigns if _own_value(a)]):  # (each one given its own value: what a hit replays)
       raise RuntimeError("cycle in the schedule: kernels wait on each other (an assign reads its own target through another view?)") from None
     _sched_cache[key] = own = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
     schedulestore.save(key, schedulestore.Stored(own=own))
