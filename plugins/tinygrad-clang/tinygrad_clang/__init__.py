@@ -71,7 +71,7 @@ def split_outer_loop(uops: list[UOp], threads: int) -> tuple[list[UOp], int, dic
   return defs + [cid, cnt] + rest, threads, {outer: (new_lo, new_hi)}
 
 def _max(a: str, b: str, dt: DType) -> str:
-  if dt.count > 1: return f"tc_max_{dt.count}({a},{b})"
+  if dt.count > 1: return f"tc_{'u' if dt.scalar() == dtypes.uint32 else ''}max_{dt.count}({a},{b})"
   if not dtypes.is_float(dt): return CStyleLanguage.code_for_op[Ops.MAX](a, b, dt)
   # NaN-propagating with one comparison per select: GCC turns `a!=a || a>b` into branches, mispredicted on real data
   # (a pooling max 2x slower); this form becomes a compare and a blend. A NaN operand makes the sum NaN.
@@ -123,8 +123,10 @@ class ClangRenderer(CStyleLanguage):
   # x86 compilers keep _Float16 intermediates in float precision: a cast after each op rounds it to half; bf16 values
   # are floats rounded the same way
   round_results = CStyleLanguage.round_results + (dtypes.float16, dtypes.bfloat16)
-  vector_alu = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.MAX, Ops.MULACC, Ops.RECIP, Ops.EXP2})
-  vector_dtypes = (dtypes.float32,)
+  # uint32 vectors: the random generator's hash rounds (add, xor, shifts), 32 lanes of it were 32 scalar copies (70 KB of C
+  # per weight-init kernel, that GCC's SLP pass put back together at a compile cost of 0.2-0.4 s each)
+  vector_alu = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.MAX, Ops.MULACC, Ops.RECIP, Ops.EXP2, Ops.XOR, Ops.OR, Ops.AND, Ops.SHL, Ops.SHR})
+  vector_dtypes = (dtypes.float32, dtypes.uint32)
   code_for_op = {**CStyleLanguage.code_for_op, Ops.MAX: lambda a, b, dt: _max(a, b, dt)}
   type_map = {**CStyleLanguage.type_map, dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
               dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
@@ -139,6 +141,7 @@ class ClangRenderer(CStyleLanguage):
     if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
   def render_dtype(self, dt: DType) -> str:
     if isinstance(dt, PtrDType) and dt.base == dtypes.bfloat16: return "unsigned short*"  # bf16 buffers hold bit patterns
+    if dt.count > 1 and dt.scalar() == dtypes.uint32: return f"tc_u32x{dt.count}"  # ("unsigned int16" is no name)
     return super().render_dtype(dt)
   def render_bitcast(self, x: str, dt: DType, from_dt: DType) -> str:
     # x is an lvalue; a bf16 value is a float holding a bf16 number, its bits are tc_f32_bf16 of it
@@ -174,6 +177,10 @@ class ClangRenderer(CStyleLanguage):
       t, n, sz = self.render_dtype(dt), dt.count, dt.itemsize
       lines += [f"typedef {self.type_map[dt.scalar()]} {t} __attribute__((vector_size({sz})));",
                 f"typedef {self.type_map[dt.scalar()]} {t}_u __attribute__((vector_size({sz}), aligned({dt.scalar().itemsize})));"]
+      if dt.scalar() == dtypes.uint32:  # (a comparison of two is a mask of their own width: -1 where true)
+        if any(u.op is Ops.MAX and u.dtype == dt for u in uops):
+          lines.append(f"static inline {t} tc_umax_{n}({t} a, {t} b) {{ {t} k = ({t})(a > b); return (k & a) | (~k & b); }}")
+        continue
       m = f"tc_mask{sz}_{dt.scalar().itemsize}"
       lines += [f"typedef {'int' if dt.scalar().itemsize == 4 else 'long long'} {m} __attribute__((vector_size({sz})));",
                 f"static inline {t} tc_sel_{n}({m} k, {t} a, {t} b) {{ return ({t})((k & ({m})a) | (~k & ({m})b)); }}"]
