@@ -152,3 +152,9 @@ def test_a_new_process_schedules_nothing(tmp_path):
 def test_another_clang_march_misses(tmp_path):
   run_fresh(PROG, tmp_path, THREADS=1)
   assert int(run_fresh(PROG, tmp_path, THREADS=1, CLANG_MARCH="x86-64-v2")["scheduled"]) >= 1
+
+def test_a_table_that_cannot_be_named_is_no_cache(disk, monkeypatch):
+  # (a device whose renderer cannot be looked up, say): the graph is scheduled as without a disk cache, nothing raises
+  def fails(key): raise RuntimeError("no renderer")
+  monkeypatch.setattr(schedulestore, "table", fails)
+  assert disk.run()[0] >= 1 and disk.run()[0] >= 1 and not disk.entries()

@@ -82,13 +82,14 @@ def save(key: tuple, entry: Stored) -> None:
       nodes, roots = _flat([ast for ast, *_ in entry.items or []])
       body = {"nodes": nodes, "roots": roots, "pos": [p for _, *p in entry.items or []], "consts": entry.consts}
     diskcache_put(table(key), repr(key), pickle.dumps({"key": key, **body}, protocol=pickle.HIGHEST_PROTOCOL))
-  except (RecursionError, pickle.PicklingError, TypeError, AttributeError, KeyError): pass  # not storable: scheduled again next time
+  except Exception: pass  # (a device without a renderer, a value pickle refuses: not stored, scheduled again next time)
 
 def load(key: tuple, n_refs: int) -> Stored | None:
   """What save wrote for this key, checked against a graph of n_refs bases and leaves; None where there is none or it
   does not load."""
-  if len(key[0]) < MIN_BASES or (raw := diskcache_get(table(key), repr(key))) is None: return None
+  if len(key[0]) < MIN_BASES: return None
   try:
+    if (raw := diskcache_get(table(key), repr(key))) is None: return None
     d = pickle.loads(raw)
     if d["key"] != key: return None
     if "own" in d:
