@@ -189,6 +189,10 @@ class Program:
     """This kernel bound to fixed device buffers and launch arguments, as a call without arguments (a TinyJit replay
     runs a list of these): a backend may do here, once, the work its __call__ does on every launch."""
     return functools.partial(self, *bufs, global_size=global_size, local_size=local_size, vals=vals)
+  def caller(self, global_size: Sequence[int], local_size: Sequence[int] | None) -> Callable[..., Any]:
+    """This kernel with fixed launch sizes and no Variables, as a call taking the buffer handles only (the eager path
+    launches a cached kernel through it on every call): a backend may do here, once, what its __call__ checks each time."""
+    return functools.partial(self, global_size=global_size, local_size=local_size)
 
 # *** rendering ***
 
