@@ -138,7 +138,9 @@ class LRUAllocator(Allocator):
     self.cache.clear()
   def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None:
     """Keeps the buffer for reuse (unless options.nolru)."""
-    if options is None or not options.nolru: self.cache.setdefault((size, options), []).append(opaque)
+    if options is None or not options.nolru:
+      if (c := self.cache.get(key := (size, options))) is None: self.cache[key] = [opaque]
+      else: c.append(opaque)
     else: super().free(opaque, size, options)
 
 # *** compiling and running ***
