@@ -79,6 +79,20 @@ def test_plan_follows_the_opt_mode(monkeypatch):
     ran.append(self)
     return inner(self, *args, **kw)
   monkeypatch.setattr(realize.CompiledRunner, "__call__", spy)
+  # (a plain kernel launches from the plan through its runner's `launch`: spied on too, in the runners made before and after)
+  def spy_launch(r):
+    inner_launch = r.launch
+    def launch(*bufs):
+      ran.append(r)
+      return inner_launch(*bufs)
+    return launch
+  init = realize.CompiledRunner.__init__
+  def spy_init(self, *args, **kw):
+    init(self, *args, **kw)
+    if self.launch is not None: self.launch = spy_launch(self)
+  monkeypatch.setattr(realize.CompiledRunner, "__init__", spy_init)
+  for r in realize.method_cache.values():
+    if r.launch is not None: monkeypatch.setattr(r, "launch", spy_launch(r))
   for noopt in (0, 1, 0, 1, 0, 1):
     with Context(NOOPT=noopt):
       ran.clear()

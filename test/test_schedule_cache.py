@@ -154,3 +154,27 @@ def test_cached_schedule_runners_follow_the_opt_mode(monkeypatch):
       np.testing.assert_allclose(((x @ x).relu() @ x).numpy(), np.maximum(XN.astype(np.float64) @ XN, 0) @ XN, rtol=1e-4, atol=1e-5)
       mine = {id(r) for k, r in realize.method_cache.items() if k[3] == noopt}
       assert len(used) > 1 and all(id(r) in mine for r in used), "a kernel ran with a runner of the other opt mode"
+
+def test_one_op_description_is_the_walks(monkeypatch):
+  # an op on realized buffers is described without the graph walk (schedule._one_op_structure): the same key, graph,
+  # leaves and Variables as the walk gives, so both find one cache entry; and one-op graphs that differ in one place
+  # (the op, dtype, shape, a view's strides or offset, which buffer is read twice, a constant, an assign) differ
+  x, y, i = Tensor(XN).realize(), Tensor(YN).realize(), Tensor(IN).realize()
+  w = Tensor(XN).realize()
+  w_old = w.lazydata
+  w.assign(w * 2).realize()  # w's new base and w_old: two lazy buffers, one buffer
+  graphs = [x + y, x + x, x * y, x.T + y, x[1:3] + y[0:2], x[2:4] + y[0:2], x.flip(0) + y, x.cast("int32"), x.cast("float16"), i + i,
+            x.T.contiguous(), x.sum(0), x.sum(1), x.max(1), x.pad(((1, 0), (0, 0))) * 1.0, Tensor(w_old) + w, x + 2.5, Tensor.full((2, 3), 0.3),
+            Tensor(XN[:3]).realize() + y[:3], (x + y).realize().assign(x * y)]
+  keys = []
+  for t in graphs:
+    outs = [t.lazydata]
+    fast = sched_mod._structure(outs)
+    with monkeypatch.context() as m:
+      m.setattr(sched_mod, "_one_op_structure", lambda o: None)
+      walk = sched_mod._structure(outs)
+    assert fast[0] == walk[0] and fast[1:] == walk[1:], f"{t.lazydata}: {fast[0]} vs {walk[0]}"
+    keys.append(fast[0])
+  assert len(set(keys)) == len(keys), f"one-op graphs share a description: {[(j, keys.index(k)) for j, k in enumerate(keys) if keys.index(k) != j]}"
+  np.testing.assert_allclose(graphs[15].numpy(), XN * 2 + XN * 2, rtol=1e-6)
+  np.testing.assert_allclose(graphs[4].numpy(), XN[1:3] + YN[0:2], rtol=1e-6)

@@ -138,7 +138,9 @@ class LRUAllocator(Allocator):
     self.cache.clear()
   def free(self, opaque: Any, size: int, options: BufferSpec | None = None) -> None:
     """Keeps the buffer for reuse (unless options.nolru)."""
-    if options is None or not options.nolru: self.cache.setdefault((size, options), []).append(opaque)
+    if options is None or not options.nolru:
+      if (c := self.cache.get(key := (size, options))) is None: self.cache[key] = [opaque]
+      else: c.append(opaque)
     else: super().free(opaque, size, options)
 
 # *** compiling and running ***
@@ -189,6 +191,10 @@ class Program:
     """This kernel bound to fixed device buffers and launch arguments, as a call without arguments (a TinyJit replay
     runs a list of these): a backend may do here, once, the work its __call__ does on every launch."""
     return functools.partial(self, *bufs, global_size=global_size, local_size=local_size, vals=vals)
+  def caller(self, global_size: Sequence[int], local_size: Sequence[int] | None) -> Callable[..., Any]:
+    """This kernel with fixed launch sizes and no Variables, as a call taking the buffer handles only (the eager path
+    launches a cached kernel through it on every call): a backend may do here, once, what its __call__ checks each time."""
+    return functools.partial(self, global_size=global_size, local_size=local_size)
 
 # *** rendering ***
 

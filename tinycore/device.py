@@ -81,12 +81,20 @@ class Buffer:
   # it computes them first, so they see the value they were written against
   readers: list | None = None
   fill: bytes | None = None  # written into the buffer when it is allocated (a lifted constant's value)
+  # the defaults as class attributes: every lazy op makes a Buffer, most of them plain
+  options: BufferSpec | None = None
+  offset: int = 0
+  _base: Buffer | None = None
   def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: BufferSpec | None = None,
                initial_value: bytes | None = None, base: Buffer | None = None, offset: int = 0):
-    if isinstance(dtype, type) or not hasattr(dtype, "itemsize"): raise TypeError(f"dtype must be a DType, got {dtype!r}")
-    self.device, self.size, self.dtype, self.options, self.offset = device, size, dtype, options, offset
-    self._base = base
-    if base is not None and base._base is not None: raise ValueError("a buffer view's base must not be a view")
+    if dtype.__class__ is not DType and (isinstance(dtype, type) or not hasattr(dtype, "itemsize")):
+      raise TypeError(f"dtype must be a DType, got {dtype!r}")
+    self.device, self.size, self.dtype = device, size, dtype
+    if options is not None: self.options = options
+    if offset: self.offset = offset
+    if base is not None:
+      if base._base is not None: raise ValueError("a buffer view's base must not be a view")
+      self._base = base
     if opaque is not None: self.allocate(opaque)
     if initial_value is not None:
       self.allocate()

@@ -48,7 +48,7 @@ _WRITES: weakref.WeakKeyDictionary[Buffer, LazyBuffer] = weakref.WeakKeyDictiona
 
 def pending_writes(leaves: list[LazyBuffer], outs: list[LazyBuffer], graph: list[LazyBuffer]) -> list[LazyBuffer]:
   """The writes through views not made yet into the buffers that a schedule of outs (graph, leaves) reads or returns."""
-  if not _WRITES: return []
+  if not _WRITES.data: return []  # (its dict: the WeakKeyDictionary's __len__ is a Python call; a dead entry only looks further)
   inside = set(graph)
   return list(dict.fromkeys(w for lb in leaves + [o.base for o in outs] if lb.op is BUFFER and (w := _WRITES.get(lb.buffer)) is not None
                             and w.op is ASSIGN and w not in inside))
@@ -103,7 +103,11 @@ class LazyBuffer:
       self.forced_realize = op in _FORCED
       ref = None  # one weak reference, in the readers of every source
       for s in (srcs[1:] if in_place else srcs):
-        if (sb := s._base or s).op is not CONST: _add_reader(sb.buffer, ref := ref or weakref.ref(self))
+        if (sb := s._base or s).op is not CONST:
+          ref = ref or weakref.ref(self)
+          # (the common case inline: a list short of its next pruning)
+          if (rs := sb.buffer.readers) is not None and (len(rs) < 32 or len(rs) & (len(rs) - 1)): rs.append(ref)
+          else: _add_reader(sb.buffer, ref)
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
 
   def __repr__(self) -> str:

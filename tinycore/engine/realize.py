@@ -39,6 +39,8 @@ class CompiledRunner(Runner):
     self.symbolic_launch = bool(launch)
     self.plain = not p.vars and not launch  # a launch that takes no Variables' values
     self.needs = sorted(set(p.vars).union(*(x.vars() for x in launch)), key=lambda v: v.arg)  # every Variable a call takes
+    # a plain kernel's launch from the buffer handles alone (Program.caller): what the eager path calls
+    self.launch: Callable[..., Any] | None = self.prg.caller(p.global_size, p.local_size) if self.plain else None
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int], wait: bool = False) -> float | None:
     p = self.p
     if self.plain: return self.prg(*[b._buf for b in bufs], global_size=p.global_size, local_size=p.local_size, wait=wait)
@@ -247,7 +249,8 @@ def _run_plan(run: CachedSchedule, plan: list[tuple[CompiledRunner, int, int]], 
     bufs = pick_bufs(run.bufs)
     for b in bufs:
       if "_buf" not in b.__dict__: b.allocate()
-    runner(bufs, var_vals)
+    if (launch := runner.launch) is not None: launch(*[b._buf for b in bufs])
+    else: runner(bufs, var_vals)
     gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + 1, gc.global_ops + ops, gc.global_mem + mem
     mark_outputs(pick_outs(run.lbs))
 

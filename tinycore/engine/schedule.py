@@ -288,10 +288,6 @@ def _assign_groups(graph: list[LazyBuffer], realizes: set[LazyBuffer], touched: 
 
 def _graph(outs: list[LazyBuffer]) -> list[LazyBuffer]:
   """Unrealized bases reachable from outs, sources before users."""
-  if len(outs) == 1 and (o := outs[0])._base is None and o.op is not BUFFER:  # the common tiny case: one op on realized buffers
-    for s in o.srcs:
-      if (s._base or s).op is not BUFFER: break
-    else: return [o]
   order: list[LazyBuffer] = []
   seen: set[LazyBuffer] = set()
   stack: list[tuple[LazyBuffer, bool]] = [(o.base, False) for o in reversed(outs)]
@@ -356,6 +352,7 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   """A hashable description of the graph, the unrealized bases (graph order), the realized ones it reads, the
   values of the Variables its ShapeTrackers use (they are not part of the description: the kernels take them) and
   whether the graph has assigns (what the steps after it may skip)."""
+  if len(outs) == 1 and (o := outs[0])._base is None and o.op is not BUFFER and (one := _one_op_structure(o)) is not None: return one
   graph = _graph(outs)
   pos = dict(zip(graph, range(len(graph))))
   leaves: dict[LazyBuffer, int] = {}
@@ -390,6 +387,31 @@ def _structure(outs: list[LazyBuffer]) -> tuple[tuple, list[LazyBuffer], list[La
   leaf_desc = tuple([(lb.dtype, lb.device, lb.shape, lb.buffer.size, first.setdefault(id(lb.buffer), j)) for j, lb in enumerate(leaf_list)])
   out_desc = tuple([(0, pos[ob]) if (ob := o._base or o) in pos else (2, ob.dtype) for o in outs])
   return (tuple(desc), leaf_desc, out_desc), graph, leaf_list, merge_var_vals(*bound) if bound else {}, assigns
+
+def _one_op_structure(o: LazyBuffer) -> tuple[tuple, list[LazyBuffer], list[LazyBuffer], dict[UOp, int], bool] | None:
+  """_structure of one op whose sources are all realized, without Variables (an eager loop's op: `(a + b).realize()`),
+  or None for any other graph. The same description, built without the walk's dicts (test_schedule_cache.py checks
+  they agree): the graph is the op, each source a leaf, numbered by first appearance."""
+  if o.var_vals: return None
+  leaves: list[LazyBuffer] = []
+  srcs: list = []
+  for s in o.srcs:
+    if (sb := s._base or s).op is not BUFFER or s.var_vals: return None
+    if sb in leaves: j = leaves.index(sb)
+    else:
+      j = len(leaves)
+      leaves.append(sb)
+    srcs += (-1 - j, None if s is sb else s.st.views)
+  leaf_desc: list[tuple] = []
+  for j, lb in enumerate(leaves):  # (two leaves sharing one buffer: its first leaf, as in _structure)
+    buf, first = lb.buffer, j
+    for i in range(j):
+      if leaves[i].buffer is buf:
+        first = i
+        break
+    leaf_desc.append((lb.dtype, lb.device, lb.shape, buf.size, first))
+  op = o.op
+  return (((op, o.arg, o.dtype, o.shape, o.device, o.forced_realize, tuple(srcs)),), tuple(leaf_desc), ((0, 0),)), [o], leaves, {}, op is ASSIGN
 
 def create_schedule(outs: list[LazyBuffer]) -> list[ScheduleItem]:
   """The kernels (and copies) that realize `outs`, in an order that respects their dependencies."""

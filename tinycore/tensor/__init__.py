@@ -23,7 +23,7 @@ import tinycore.function as F
 from tinycore.device import Buffer, Device
 from tinycore.dtype import DType, dtypes, to_dtype, to_np_dtype, bf16_to_f32
 from tinycore.helpers import prod, all_int, TRAINING
-from tinycore.lazy import LazyBuffer, HOLDS_BUFFER
+from tinycore.lazy import LazyBuffer, HOLDS_BUFFER, BUFFER
 from tinycore.errors import ShapeError, DTypeError
 from tinycore.ops import Ops
 from tinycore.engine.schedule import ScheduleItem, create_schedule, schedule_to_run
@@ -181,7 +181,7 @@ class Tensor(CreationMixin, MovementMixin, IndexingMixin, ElementwiseMixin, Unar
     """Compute this tensor (and the others given) now. Each one computed here (not realized before) becomes a leaf of
     the autograd graph, as in tinygrad: gradients no longer flow through it, and the graph it came from is let go."""
     if not lst and (lb := self.lazydata).__class__ is LazyBuffer:  # (one tensor on one device: an eager loop's realize, in fewer steps)
-      cut_self = self._ctx is not None and (lb._base or lb).op is not Ops.BUFFER
+      cut_self = self._ctx is not None and (lb._base or lb).op is not BUFFER
       run_schedule(*schedule_to_run([lb]))
       if cut_self: self._ctx = None
       return self

@@ -83,10 +83,14 @@ class AutogradMixin:
     ret.grad, ret.is_param, ret._ctx = None, True, None
     if cls.no_grad: ret._rg = None
     elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, _link_of(x)
-    elif True in (needs := tuple([t._rg is not False and t.lazydata.dtype in _FLOATS for t in x])):
-      ctx.parents, ctx.needs_input_grad, ret._ctx = x, needs, ctx
-      ret._rg = True if any(t._rg for t in x) else None
-    else: ret._rg, ret._ctx = False, _link_of(x)  # computed from detached tensors only: detached too
+    else:
+      # (one loop, not a comprehension and an any() over a generator: this runs for every op made)
+      needs, rg = [], None
+      for t in x:
+        needs.append(t._rg is not False and t.lazydata.dtype in _FLOATS)
+        if t._rg: rg = True
+      if True in needs: ctx.parents, ctx.needs_input_grad, ret._ctx, ret._rg = x, tuple(needs), ctx, rg
+      else: ret._rg, ret._ctx = False, _link_of(x)  # computed from detached tensors only: detached too
     return ret
   def _link(self, *sources: Tensor) -> Tensor:
     """self recorded as computed from sources without a gradient (F.Link): what detach and const_like return."""

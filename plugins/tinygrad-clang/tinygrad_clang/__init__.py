@@ -354,6 +354,14 @@ class ClangProgram(Program):
     if self.threads > 1: return functools.partial(self._pool_call, *self._pool_args(bufs, vals))
     if self.fxn.argtypes is None: self._set_argtypes(len(bufs), len(vals))
     return functools.partial(self.fxn, *[_addr(b) for b in bufs], *vals)
+  def caller(self, global_size: Sequence[int], local_size: Sequence[int] | None) -> Callable[..., Any]:
+    if self.threads > 1: return super().caller(global_size, local_size)
+    fxn = self.fxn
+    # (the argtypes are set at the first call: the buffer count is known only then)
+    def call(*bufs: Any) -> None:
+      if fxn.argtypes is None: self._set_argtypes(len(bufs), 0)
+      fxn(*[b.addr if type(b) is HostBuffer else b.ctypes.data for b in bufs])
+    return call
   def _set_argtypes(self, nbufs: int, nvals: int) -> None: self.fxn.argtypes = [ctypes.c_void_p] * nbufs + [ctypes.c_int] * nvals
   def _pool_args(self, bufs: Sequence[Any], vals: Sequence[int]) -> tuple[Any, Any]:
     return (ctypes.c_void_p * max(1, len(bufs)))(*[_addr(b) for b in bufs]), (ctypes.c_int * max(1, len(vals)))(*vals)
