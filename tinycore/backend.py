@@ -242,6 +242,9 @@ class Renderer:
   cache_bytes: int = 0
   """The cache one core's working set should fit in (a CPU's L2); 0: unknown, no blocking for it. A matmul operand
   larger than this is repacked into panels that stream contiguously (see codegen/matmul.py `matmul_panel`)."""
+  prefetch: bool = False
+  """The renderer spells a LOAD's int arg n as a hint to fetch the element n past its address into the cache (a
+  software prefetch, see codegen/matmul.py); False: the code generator never sets one."""
   tensor_cores: list[TensorCore] = field(default_factory=list)
   """Matrix units the code generator may use; empty for none."""
   dtypes: tuple[DType, ...] = MINIMAL_DTYPES

@@ -45,6 +45,8 @@ class Kernel:
     red_axes = set(self.reduceop.arg[1]) if self.reduceop is not None else set()
     self.kinds = ["r" if i in red_axes else "g" for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
+    # loads (the AST's LOAD nodes) whose vectors are prefetched this many elements ahead (renderer.prefetch)
+    self.prefetch: dict[UOp, int] = {}
     self._refine_dims()
     # reduce dims go last
     perm = sorted(range(len(self.kinds)), key=lambda i: (self.kinds[i] == "r", i))

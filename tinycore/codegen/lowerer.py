@@ -226,7 +226,7 @@ class Lowerer:
     if stride == 0: return (self.node(u, _key({**consts, self.vdim: 0})),) * self.vw
     if stride == 1 and u.dtype in self.vec_dts and not (valid.op is Ops.CONST and valid.arg is False):
       idx0, buf, vdt = self.at_lane0(idx), u.src[0], u.dtype.vec(self.vw)
-      if valid.op is Ops.CONST: return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0)))
+      if valid.op is Ops.CONST: return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0), self.k.prefetch.get(u)))
       return _unpack(UOp(Ops.LOAD, vdt, (buf, idx0, valid, _pack((UOp.const(u.dtype, 0),) * self.vw))))
     if stride is not None and valid.op is Ops.CONST and valid.arg is True: return self._strided_lanes(u, consts, idx, stride)
     return self._per_lane(u, consts)

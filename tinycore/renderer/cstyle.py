@@ -149,6 +149,9 @@ class CStyleLanguage(Renderer):
     args = [f"{self.buffer_prefix}{'' if mut else 'const '}{self.render_dtype(dt)}{self.buffer_suffix} {n}" if isinstance(dt, PtrDType)
             else f"{self.arg_int_prefix} {n}" for n, dt, mut in bufs]
     return f"{prefix}{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}"
+  def render_prefetch(self, buf: str, idx: str) -> str:
+    """The statement that fetches buf[idx] into the cache (renderer.prefetch only): GCC's and clang's builtin."""
+    return f"__builtin_prefetch({buf}+{idx});"
   def render_prefix(self, uops: list[UOp]) -> str:
     """Declarations the kernel needs before it (includes, typedefs, helper functions). The base writes a C99 prelude
     for its own spellings; a subclass for another language replaces it."""
@@ -217,6 +220,7 @@ class CStyleLanguage(Renderer):
         if len(src) > 2: val = f"({r[src[2]]}?{val}:{r[src[3]]})"
         r[u] = fresh("val")
         emit(f"{self.render_dtype(dt)} {r[u]} = {val};")
+        if self.prefetch and isinstance(u.arg, int) and len(src) == 2: emit(self.render_prefetch(r[src[0]], f"({r[src[1]]})+{u.arg}"))
       elif op is Ops.STORE:
         if src[2].dtype.count > 1: line = self.render_vector_store(r[src[0]], r[src[1]], r[src[2]], src[2].dtype)
         else: line = f"{r[src[0]]}[{r[src[1]]}] = {r[src[2]]};"
