@@ -60,6 +60,14 @@ def test_conv_tile_fits_the_register_file(regs):
   assert accs == 14 and sorted(k.full_shape[d] for d in k.dims("U")) == [2, 7, w] and [k.full_shape[d] for d in k.dims("u")] == [3], \
     (k.applied_opts, k.full_shape, k.kinds)
 
+@pytest.mark.parametrize("hw", [11, 13])
+def test_conv_tile_on_odd_columns_with_16_registers(hw):
+  # the digits CNN's second conv (11 columns) and its input gradient (13) at AVX2: the columns whole x 1 vector of output
+  # channels (11, 13 accumulators; was 4 images x 2 vectors from heuristic.py, 2x slower)
+  k, w = _conv_tile(16, 2, hw)
+  assert sorted(k.full_shape[d] for d in k.dims("U")) == sorted([hw, w]) and [k.full_shape[d] for d in k.dims("u")] == [3], \
+    (k.applied_opts, k.full_shape, k.kinds)
+
 def test_conv_tile_on_a_narrow_image():
   # a 4x4 image (layer4 of a 112x112 ResNet): its 4 columns x 2 of its rows x the panel's two vectors (16 accumulators);
   # the vector lanes along the output channels, not the 4 columns the output is contiguous along (the weight's vectors

@@ -19,6 +19,10 @@ from tinycore.helpers import getenv, prod
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
+# the fewest accumulators conv_forward_tile takes (else heuristic.py's tiles): a 4x4 image's 8 at AVX2 measured 2x slower
+# than those; the digits CNN's 11 and 13 columns x 1 vector (11, 13 at AVX2) 2x faster than their 4 images x 2 vectors
+MIN_ACCS = 10
+
 def conv_weight_panel(r: Renderer, cout: sint) -> int:
   """How many output channels one panel of a conv weight holds (two vectors: 32 floats on AVX-512, 16 on AVX2), or 1 for
   no panels: devices with thread ids or without vectors, a channel count not in whole panels."""
@@ -56,8 +60,8 @@ def conv_forward_tile(k: Kernel) -> bool:
   vecs, rows, extra = max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
                            if size % a == 0 and (m == 1 or a == size) and v * a * m <= r.vector_registers - 2),
                           key=lambda t: (t[0] * t[1] * t[2], t[0]))
-  # fewer than 14 accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
-  if vecs * rows * extra < 14: return False
+  # fewer than MIN_ACCS accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
+  if vecs * rows * extra < MIN_ACCS: return False
   t = k.copy()
   try:
     if extra > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(nxt), extra))
