@@ -10,8 +10,12 @@ images: 2.6x faster than channels-last).
 The tile (`conv_forward_tile`): the two vectors of a panel x the output columns of one image row as rows (each
 input value broadcast to both vectors), the window's columns unrolled (an input value feeds each of them), its rows
 left as a loop (unrolled too, the loop body outgrows the registers: 1.4x slower on a 7x7 image). An image narrower than 7
-columns takes its columns whole x a few of its rows (a 4x4 image: 4 x 2 x the two vectors), where that makes 14
-accumulators or more."""
+columns takes its columns whole x a few of its rows (a 4x4 image: 4 x 2 x the two vectors), where that makes MIN_ACCS
+accumulators or more.
+
+Few input channels (`conv_output_channels_last`, `conv_few_taps_tile`): a conv whose reduce is at most FEW_TAPS taps
+(input channels x window: the seed conv's 3 x 3x3) stores its output channels-last and returns a permuted view; its
+tile is vectors of output channels x a few pixels and images, each output vector one store."""
 from __future__ import annotations
 from tinycore.backend import Renderer
 from tinycore.ops import Ops
