@@ -60,6 +60,14 @@ def test_conv_tile_fits_the_register_file(regs):
   assert accs == 14 and sorted(k.full_shape[d] for d in k.dims("U")) == [2, 7, w] and [k.full_shape[d] for d in k.dims("u")] == [3], \
     (k.applied_opts, k.full_shape, k.kinds)
 
+@pytest.mark.parametrize("hw", [11, 13])
+def test_conv_tile_on_odd_columns_with_16_registers(hw):
+  # the digits CNN's second conv (11 columns) and its input gradient (13) at AVX2: the columns whole x 1 vector of output
+  # channels (11, 13 accumulators; was 4 images x 2 vectors from heuristic.py, 2x slower)
+  k, w = _conv_tile(16, 2, hw)
+  assert sorted(k.full_shape[d] for d in k.dims("U")) == sorted([hw, w]) and [k.full_shape[d] for d in k.dims("u")] == [3], \
+    (k.applied_opts, k.full_shape, k.kinds)
+
 def test_conv_tile_on_a_narrow_image():
   # a 4x4 image (layer4 of a 112x112 ResNet): its 4 columns x 2 of its rows x the panel's two vectors (16 accumulators);
   # the vector lanes along the output channels, not the 4 columns the output is contiguous along (the weight's vectors
@@ -109,3 +117,52 @@ def test_conv_in_panels_forward_and_gradients(n, cin, cout_vecs, hw, k, stride, 
   ((torch.relu(ot + torch.tensor(rn)) if residual else torch.relu(ot)) * torch.tensor(gn)).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
   if trained: np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+# *** few input channels (conv_forward.py conv_output_channels_last / conv_few_taps_tile) ***
+
+def test_few_taps_rule():
+  from tinycore.codegen.conv_forward import conv_output_channels_last
+  def cpu(widths): return Renderer(has_local=False, vector_widths=widths, vector_registers=32)
+  assert conv_output_channels_last(cpu((16, 8)), 16, 27) and conv_output_channels_last(cpu((8, 4)), 32, 9)
+  assert not conv_output_channels_last(cpu((16, 8)), 16, 64 * 9), "a long reduce (ResNet's 64 x 3x3): its stores are cheap"
+  assert not conv_output_channels_last(cpu((16, 8)), 24, 27), "24 channels are no whole vectors of 16"
+  assert not conv_output_channels_last(Renderer(has_local=True, vector_widths=(4,)), 16, 27)
+
+@pytest.mark.parametrize("regs", [16, 32])
+def test_seed_conv_stores_vectors_of_channels(regs):
+  # the seed conv (16,3,64,64) x (16,3,3,3): its reduce is 27 taps. Stored (bs, cout, oy, ox) with the vector lanes along
+  # the output channels, each output value was a scalar store (16 a vector against 1.7 vector multiply-adds: 11 GFLOP/s
+  # on AVX-512); stored channels-last, a vector store, the lanes the output channels, rows of pixels and images
+  r = copy.copy(_cpu_renderer())
+  r.vector_registers = regs
+  w = max(r.vector_widths)
+  si = [s for s in Tensor.empty(16, 3, 64, 64).conv2d(Tensor.empty(w, 3, 3, 3)).schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  out = k.st_for(si.ast.src[0].src[1])
+  from tinycore.codegen.lowerer import pick_vector_dim
+  vd = pick_vector_dim(k)
+  assert vd is not None and vd[1] == w and out.real_strides()[vd[0]] == 1, (k.applied_opts, k.full_shape, k.kinds)
+  accs = prod(k.full_shape[d] for d in k.dims("U")) // w
+  assert accs == 8 and [k.full_shape[d] for d in k.dims("u")][-1:] == [3], (k.applied_opts, k.full_shape, k.kinds)
+
+@pytest.mark.parametrize("xs,ws,kw", [((16, 3, 64, 64), (16, 3, 3, 3), {}), ((4, 1, 28, 28), (32, 1, 3, 3), {}),
+                                      ((3, 3, 11, 13), (16, 3, 3, 3), dict(stride=2, padding=1)),
+                                      ((2, 2, 9, 7), (32, 2, 3, 3), dict(padding=(1, 2))), ((2, 3, 10, 10), (8, 3, 2, 2), dict(dilation=2)),
+                                      ((2, 1, 7, 9), (16, 1, 5, 5), dict(padding=2)), ((2, 4, 6, 6), (16, 4, 2, 2), dict(stride=2))])
+@pytest.mark.parametrize("bias", [False, True])
+def test_few_channel_conv_forward_and_gradients(xs, ws, kw, bias):
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(0)
+  xn, wn, bn = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+  x, w = Tensor(xn.astype(np.float32), requires_grad=True), Tensor(wn.astype(np.float32), requires_grad=True)
+  b = Tensor(bn.astype(np.float32), requires_grad=True) if bias else None
+  out = x.conv2d(w, b, **kw).relu()
+  xt, wt, bt = (torch.tensor(v, requires_grad=True) for v in (xn, wn, bn))
+  ot = torch.relu(torch.nn.functional.conv2d(xt, wt, bt if bias else None, **kw))
+  gn = rng.standard_normal(ot.shape)
+  (out * Tensor(gn.astype(np.float32))).sum().backward()
+  (ot * torch.tensor(gn)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), ot.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+  if bias: np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-4, atol=1e-3)

@@ -10,13 +10,22 @@ images: 2.6x faster than channels-last).
 The tile (`conv_forward_tile`): the two vectors of a panel x the output columns of one image row as rows (each
 input value broadcast to both vectors), the window's columns unrolled (an input value feeds each of them), its rows
 left as a loop (unrolled too, the loop body outgrows the registers: 1.4x slower on a 7x7 image). An image narrower than 7
-columns takes its columns whole x a few of its rows (a 4x4 image: 4 x 2 x the two vectors), where that makes 14
-accumulators or more."""
+columns takes its columns whole x a few of its rows (a 4x4 image: 4 x 2 x the two vectors), where that makes MIN_ACCS
+accumulators or more.
+
+Few input channels (`conv_output_channels_last`, `conv_few_taps_tile`): a conv whose reduce is at most FEW_TAPS taps
+(input channels x window: the seed conv's 3 x 3x3) stores its output channels-last and returns a permuted view; its
+tile is vectors of output channels x a few pixels and images, each output vector one store."""
 from __future__ import annotations
 from tinycore.backend import Renderer
 from tinycore.ops import Ops
+from tinycore.helpers import getenv, prod
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
+
+# the fewest accumulators conv_forward_tile takes (else heuristic.py's tiles): a 4x4 image's 8 at AVX2 measured 2x slower
+# than those; the digits CNN's 11 and 13 columns x 1 vector (11, 13 at AVX2) 2x faster than their 4 images x 2 vectors
+MIN_ACCS = 10
 
 def conv_weight_panel(r: Renderer, cout: sint) -> int:
   """How many output channels one panel of a conv weight holds (two vectors: 32 floats on AVX-512, 16 on AVX2), or 1 for
@@ -55,8 +64,8 @@ def conv_forward_tile(k: Kernel) -> bool:
   vecs, rows, extra = max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
                            if size % a == 0 and (m == 1 or a == size) and v * a * m <= r.vector_registers - 2),
                           key=lambda t: (t[0] * t[1] * t[2], t[0]))
-  # fewer than 14 accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
-  if vecs * rows * extra < 14: return False
+  # fewer than MIN_ACCS accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
+  if vecs * rows * extra < MIN_ACCS: return False
   t = k.copy()
   try:
     if extra > 1: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(nxt), extra))
@@ -66,6 +75,55 @@ def conv_forward_tile(k: Kernel) -> bool:
     if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, p, 2))
     # the window's columns (the innermost reduce dim, a few long) unrolled
     if k.full_shape[red[-1]] <= 7: t.apply_opt(Opt(OptOps.UNROLL, len(t.dims("r")) - 1, 0))
+  except KernelOptError: return False
+  k.__dict__.update(t.__dict__)
+  return True
+
+# a conv whose reduce (input channels x window) is at most this many taps stores its output channels-last
+# (`conv_output_channels_last`): the seed's 3 x 3x3 (27), the digits CNN's first 1 x 3x3 (9); FEW_TAPS=0 turns it off
+FEW_TAPS = getenv("FEW_TAPS", 32)
+
+def conv_output_channels_last(r: Renderer, cout: sint, taps: sint) -> bool:
+  """Whether a conv with a short reduce (`taps` = input channels x window, at most FEW_TAPS) computes its output
+  channels-last, (bs, *out, cout) stored and the conv's value a permuted view of it: CPUs with vectors (no thread ids),
+  the output channels in whole vectors. Its vector lanes are the output channels (one weight vector per tap, each input
+  value broadcast); stored (bs, cout, *out), a vector of channels goes out lane by lane, one scalar store per value
+  against taps/16 vector multiply-adds (the seed conv: 16 stores per 1.7; 2.6 -> 0.55 ms on one AVX-512 core, 3.0 ->
+  0.9 ms at AVX2), channels-last it is one vector store."""
+  w = max(r.vector_widths)
+  return not r.has_local and w > 1 and isinstance(cout, int) and cout % w == 0 and isinstance(taps, int) and taps <= FEW_TAPS
+
+def conv_few_taps_tile(k: Kernel) -> bool:
+  """The tile of a conv stored channels-last with a short reduce (`conv_output_channels_last`), applied to k where k is
+  such a kernel: the output's contiguous dim in whole vectors, along which one load in the reduce (the weight) is
+  contiguous and the others broadcast, and output dims the weight is broadcast along (pixels and images). Lanes: up to
+  two vectors of output channels; rows: 2 columns x 2 image rows x 2 images, the first of them that make 8 accumulators
+  (2 x 2 x 2 x 1 vector on AVX-512's seed conv: 2.6 -> 0.55 ms, 4.6x; 16 accumulators 3% slower, 4 1.2x slower); the
+  window unrolled (its columns only with 16 registers: the whole window measured 1.2x slower at AVX2). False, k
+  unchanged, where k is no such kernel."""
+  r = k.renderer
+  if k.reduceop is None or r.has_local or not (red := k.dims("r")) or not all(isinstance(s, int) for s in k.full_shape): return False
+  w = max(r.vector_widths)
+  views = [u.src[1] for u in k.reduceop.toposort() if u.op is Ops.LOAD]
+  outs = [k.st_for(s.src[1]) for s in k.ast.src]
+  g = k.dims("g")
+  if w < 2 or len(views) != 2 or not g or any(st.real_strides()[g[-1]] != 1 for st in outs) or k.full_shape[g[-1]] % w: return False
+  lane = g[-1]
+  def strides(d: int) -> list: return [k.st_for(v).real_strides()[d] for v in views]
+  if sorted(strides(lane), key=str) != [0, 1] or prod(k.full_shape[d] for d in red) > FEW_TAPS: return False
+  weight = strides(lane).index(1)
+  pixels = [d for d in g[:-1] if strides(d)[weight] == 0 and strides(d)[1 - weight] != 0 and k.full_shape[d] % 2 == 0]
+  vecs = 2 if k.full_shape[lane] % (2 * w) == 0 else 1
+  t = k.copy()
+  try:
+    t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(lane), w))
+    if vecs == 2: t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(lane), 2))
+    # the pixel dims innermost first (columns, rows, images), each split by 2 (a split keeps the dim's place)
+    for d in reversed(pixels):
+      if prod(t.full_shape[u] for u in t.dims("U")) // w >= 8: break
+      t.apply_opt(Opt(OptOps.UPCAST, t.dims("g").index(d), 2))
+    t.apply_opt(Opt(OptOps.UNROLL, len(t.dims("r")) - 1, 0))
+    if r.vector_registers >= 32 and len(t.dims("r")) > 1: t.apply_opt(Opt(OptOps.UNROLL, len(t.dims("r")) - 1, 0))
   except KernelOptError: return False
   k.__dict__.update(t.__dict__)
   return True

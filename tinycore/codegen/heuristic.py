@@ -16,7 +16,7 @@ from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
-from tinycore.codegen.conv_forward import conv_forward_tile
+from tinycore.codegen.conv_forward import conv_forward_tile, conv_few_taps_tile
 from tinycore.codegen.conv_backward import conv_weight_grad_tile
 from tinycore.codegen.matmul import matmul_tile
 
@@ -98,7 +98,7 @@ def hand_coded_optimizations(k: Kernel) -> Kernel:
 def cpu_optimizations(k: Kernel) -> Kernel:
   """Register tiles for a CPU with vector units (see the module docstring)."""
   widths = sorted((w for w in k.renderer.vector_widths if w > 1), reverse=True)
-  if matmul_tile(k) or conv_weight_grad_tile(k) or conv_forward_tile(k): return k
+  if conv_few_taps_tile(k) or matmul_tile(k) or conv_weight_grad_tile(k) or conv_forward_tile(k): return k
   def fits(d: int, amt: int) -> bool: return isinstance(k.full_shape[d], int) and k.full_shape[d] % amt == 0
   def strides(d: int, sts: list) -> list: return [st.real_strides()[d] for st in sts]
   # dims are positions in the iteration space: a split keeps the outer part in place, a whole dim moves away

@@ -8,7 +8,7 @@ import functools, math, itertools
 from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
-from tinycore.codegen.conv_forward import conv_weight_panel
+from tinycore.codegen.conv_forward import conv_weight_panel, conv_output_channels_last
 from tinycore.codegen.conv_backward import conv_input_channels_last
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
@@ -200,6 +200,11 @@ class ConvMixin:
     x = self._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
     # the output channels as (panels, channels of a panel): the weight's index is linear in both (one view)
     rcout, p, oyx = cout // groups, panel if panel < cout else 1, x.shape[3:3 + len(hw)]
+    if groups == 1 and (r := renderer_of(weight.device)) is not None and conv_output_channels_last(r, cout, cin * prod(hw)):
+      # a short reduce: the output stored channels-last (bs, *out, cout) and its value a permuted view (conv_forward.py)
+      x, w = x.permute(0, 1, *range(3, 3 + len(hw)), 2, *range(3 + len(hw), x.ndim)), weight.reshape(1, 1, *[1] * len(hw), cout, cin, *hw)
+      out = (x * w).sum([-1 - i for i in range(1 + len(hw))], dtype=dtype).reshape(bs, *oyx, cout)
+      return out.permute(0, len(hw) + 1, *range(1, len(hw) + 1))
     x = x.reshape(bs, groups, rcout // p, p, *x.shape[3:])
     w = weight.reshape(1, groups, rcout // p, p, *[1] * len(oyx), cin, *hw)
     return (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
