@@ -6,8 +6,10 @@
     .venv/bin/python bench/bench_onnx.py --threads 0 # every runtime on all the cores it finds (wall time)
 
 The models are test/onnx_models.py's (seeded random weights), exported by torch.onnx.export. Each runtime is warmed up
-(tinycore: the first call compiles, the second records the JIT, the third replays), then timed; the table shows the
-median of the timed runs and the ratio `peer time / tinycore time` (above 1: tinycore is faster), the kernels of one
+(tinycore: the first call compiles, the second records the JIT, the third replays), then timed in rounds, each round
+one call of every runtime one after the other; the table shows each runtime's median and the ratio `peer time / tinycore
+time` as the median of the rounds' ratios (above 1: tinycore is faster; the load of a shared machine moves the runtimes of
+one round together, where timing each runtime's calls in a block of its own let it move their ratio), the kernels of one
 call after the first (the first also copies the weights to the device), and the first-run time (loading and compiling).
 tinycore is timed three ways: `run(inputs)` (the runner replays its own TinyJit: the headline number), tinygrad's
 `TinyJit(lambda x: run(...)[...].realize())`, and `OnnxRunner(..., jit=False)`, which builds and schedules the graph on
@@ -22,13 +24,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
 
-def median_ms(fn, reps: int, clock) -> float:
-  times = []
+def timed_rounds(calls: dict, reps: int, clock) -> dict[str, list[float]]:
+  """ms of each call in each of `reps` rounds, every runtime once a round, one after the other."""
+  ms: dict[str, list[float]] = {k: [] for k in calls}
   for _ in range(reps):
-    t0 = clock()
-    fn()
-    times.append(clock() - t0)
-  return statistics.median(times) * 1e3
+    for k, fn in calls.items():
+      t0 = clock()
+      fn()
+      ms[k].append((clock() - t0) * 1e3)
+  return ms
 
 def bench(name: str, batch: int, reps: int, threads: int) -> dict:
   import torch, onnxruntime as ort
@@ -49,26 +53,29 @@ def bench(name: str, batch: int, reps: int, threads: int) -> dict:
   run({"input": xt})["output"].realize()
   kernels = GlobalCounters.kernel_count
   run({"input": xt})["output"].realize()
-  tc = median_ms(lambda: run({"input": xt})["output"].numpy(), reps, clock)
   jit = TinyJit(lambda t: run({"input": t})["output"].realize())
   for _ in range(3): jit(xt)
-  tj = median_ms(lambda: jit(xt).numpy(), reps, clock)
   plain = OnnxRunner(data, jit=False)
   for _ in range(2): plain({"input": xt})["output"].numpy()
-  tp = median_ms(lambda: plain({"input": xt})["output"].numpy(), reps, clock)
   opts = ort.SessionOptions()
   if threads: opts.intra_op_num_threads, opts.inter_op_num_threads = threads, threads
   sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
   ref = sess.run(None, {"input": feed})[0]
   for _ in range(2): sess.run(None, {"input": feed})
-  rt = median_ms(lambda: sess.run(None, {"input": feed}), reps, clock)
   if threads: torch.set_num_threads(threads)
-  with torch.no_grad():
-    for _ in range(2): model(x)
-    th = median_ms(lambda: model(x), reps, clock)
+  def torch_call():
+    with torch.no_grad(): model(x)
+  for _ in range(2): torch_call()
+  calls = {"tinycore": lambda: run({"input": xt})["output"].numpy(), "tinyjit": lambda: jit(xt).numpy(),
+           "nojit": lambda: plain({"input": xt})["output"].numpy(), "ort": lambda: sess.run(None, {"input": feed}), "torch": torch_call}
+  ms = timed_rounds(calls, reps, clock)
+  tc, tj, tp, rt, th = (statistics.median(ms[k]) for k in calls)
   replayed = run({"input": xt})["output"].numpy()
   err = max(float(np.abs(out - ref).max() / np.abs(ref).max()) for out in (first, replayed))  # the first call and a replay
+  # each round's ratio to the tinycore call of the same round, their median: the machine's load moves all runtimes of a round together
+  ratio = {k: statistics.median(a / b for a, b in zip(ms[k], ms["tinycore"])) for k in ("ort", "torch")}
   return {"model": f"{name} batch {x.shape[0]}" + (" 224x224" if name != "Encoder" else f" seq {x.shape[1]}"), "tinycore_ms": tc,
+          "ort_ratio": ratio["ort"], "torch_ratio": ratio["torch"],
           "tinyjit_ms": tj, "nojit_ms": tp, "ort_ms": rt, "torch_ms": th, "kernels": kernels, "first_s": first_s, "rel_err": err}
 
 def main() -> None:
@@ -78,17 +85,17 @@ def main() -> None:
   ap.add_argument("--models", default="ResNet18:1,ResNet18:8,Encoder:2", help="name:batch,... (test/onnx_models.py names)")
   args = ap.parse_args()
   if args.threads: os.environ["THREADS"] = str(args.threads)  # read by the CLANG device when it loads
-  reps = 5 if args.quick else 15
+  reps = 7 if args.quick else 15
   load = os.getloadavg()
   rows = [bench(m.split(":")[0], int(m.split(":")[1]), reps, args.threads) for m in args.models.split(",")]
   unit = "CPU ms, 1 thread" if args.threads == 1 else "ms"
-  print(f"load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after; median of {reps} timed runs; {unit}")
+  print(f"load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after; median of {reps} timed rounds; {unit}")
   print(f"| model | tinycore {unit} | onnxruntime {unit} | torch eager {unit} | ort / tinycore | torch / tinycore | kernels a call | first run s |"
         f" max rel err vs ort | tinycore TinyJit(run) {unit} | tinycore jit=False {unit} |")
   print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
   for r in rows:
-    print(f"| {r['model']} | {r['tinycore_ms']:.1f} | {r['ort_ms']:.1f} | {r['torch_ms']:.1f} | {r['ort_ms'] / r['tinycore_ms']:.2f}x | "
-          f"{r['torch_ms'] / r['tinycore_ms']:.2f}x | {r['kernels']} | {r['first_s']:.1f} | {r['rel_err']:.1e} | {r['tinyjit_ms']:.1f} | "
+    print(f"| {r['model']} | {r['tinycore_ms']:.1f} | {r['ort_ms']:.1f} | {r['torch_ms']:.1f} | {r['ort_ratio']:.2f}x | "
+          f"{r['torch_ratio']:.2f}x | {r['kernels']} | {r['first_s']:.1f} | {r['rel_err']:.1e} | {r['tinyjit_ms']:.1f} | "
           f"{r['nojit_ms']:.1f} |")
 
 if __name__ == "__main__": main()

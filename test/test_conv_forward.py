@@ -77,6 +77,18 @@ def test_conv_tile_on_a_narrow_image():
   from tinycore.codegen.lowerer import pick_vector_dim
   assert pick_vector_dim(k) == (k.dims("U")[[k.full_shape[d] for d in k.dims("U")].index(w)], w)
 
+def test_conv_loop_order_keeps_a_big_weight_panel_for_every_image():
+  # a weight bigger than the batch's input (ResNet's layer4 at batch 8: 9.4 MB against 0.8 MB): the panels loop
+  # outermost, the images and rows inside it (the images were outermost: the whole weight was read again per image)
+  k, w = _conv_tile(32, 4, 7)
+  assert [k.full_shape[d] for d in k.dims("t")] == [4, 7], ("the images, then the rows, inside the panels", k.full_shape, k.kinds)
+  weight = next(st for st in (k.st_for(u.src[1]) for u in k.reduceop.toposort() if u.op is Ops.LOAD) if st.real_strides()[k.dims("t")[0]] == 0)
+  assert len(k.dims("g")) == 1 and weight.real_strides()[k.dims("g")[0]] != 0, (k.applied_opts, k.full_shape, k.kinds)
+  # at batch 1 the panels are outermost already; an input bigger than the weight keeps the images outermost
+  for n, hw in ((1, 7), (4, 28)):
+    k, w = _conv_tile(32, n, hw)
+    assert not k.dims("t") and k.full_shape[k.dims("g")[0]] == (n if n > 1 else 2), (n, hw, k.full_shape, k.kinds)
+
 def test_max_pool_gets_vector_lanes():
   # a 3x3/2 max pool reads every other column: no input is contiguous along an output dim; its lanes gather (was scalar)
   r = _cpu_renderer()
@@ -96,7 +108,8 @@ def _conv_ref(x, w, b, stride, pad):
   return np.einsum("ncyxhw,ochw->noyx", win, w) + b[None, :, None, None]
 
 @pytest.mark.parametrize("n,cin,cout_vecs,hw,k,stride,residual", [(1, 16, 4, 7, 3, 1, True), (2, 8, 2, 12, 3, 2, False), (1, 3, 4, 9, 7, 2, False),
-                                                                  (2, 8, 2, 14, 1, 1, True), (3, 8, 2, 4, 3, 1, True)])
+                                                                  (2, 8, 2, 14, 1, 1, True), (3, 8, 2, 4, 3, 1, True),
+                                                                  (4, 16, 4, 7, 3, 1, True)])
 @pytest.mark.parametrize("trained", [False, True])
 def test_conv_in_panels_forward_and_gradients(n, cin, cout_vecs, hw, k, stride, residual, trained):
   torch = pytest.importorskip("torch")

@@ -2,7 +2,8 @@
 
 Every dim of the iteration space has a kind, kept in this order:
   'g' global (one per output position; a loop on devices without ids)   'l' local (threads of a group)
-  't' tile (an output loop nested inside the global dims: a cache tile; on GPUs a loop inside each thread)
+  't' tile (an output loop nested inside the global dims: a cache tile; on GPUs a loop inside each thread; a whole dim
+      made a tile is that loop moved inside the other global loops)
   'G' grouped reduce (reduced across the threads of a group)            'r' reduce loop
   'u' unrolled reduce / 'U' upcast output (expanded into registers, in the innermost positions)
 An OptOp splits one dim and moves the new part to the place of its kind; all ShapeTrackers change together."""
@@ -141,7 +142,6 @@ class Kernel:
       if (ups * amount if opt.op is OptOps.UPCAST else ups) > max(256, r.vector_registers * max(r.vector_widths)) or ups * unr * amount > 4096:
         raise KernelOptError(f"{opt}: too many registers")
     if opt.op is OptOps.GROUP and self.dims("G"): raise KernelOptError("only one GROUP")
-    if opt.op is OptOps.TILE and amount == self.full_shape[dim]: raise KernelOptError(f"{opt}: a tile of the whole dim is no tile")
     self._split(dim, amount, {OptOps.UPCAST: "U", OptOps.UNROLL: "u", OptOps.LOCAL: "l", OptOps.GROUP: "G", OptOps.TILE: "t"}[opt.op])
     self.applied_opts.append(opt)
 
