@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
 from tinycore.codegen.conv_forward import conv_weight_panel
-from tinycore.codegen.conv_backward import conv_input_channels_last
+from tinycore.codegen.conv_backward import conv_input_channels_last, conv_weight_grad_images
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
@@ -61,18 +61,16 @@ def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, .
   dx = _conv_input_grad(grad, weight, x.shape[2:], *geo).cast(x.dtype) if needs[0] else None
   if not needs[1]: return dx, None
   (cout, _), hw = weight.shape[:2], weight.shape[2:]
-  if _input_channels_last(x, grad.shape[2:]): x = x.permute(0, *range(2, x.ndim), 1).contiguous().permute(0, x.ndim - 1, *range(1, x.ndim - 1))
+  r, n = renderer_of(x.device), (bs := x.shape[0])
+  # the input channels-last and the batch in groups of n, each group's partial gradient summed after (codegen/conv_backward.py)
+  if r is not None and conv_input_channels_last(r, x.shape[1]):
+    x = x.permute(0, *range(2, x.ndim), 1).contiguous().permute(0, x.ndim - 1, *range(1, x.ndim - 1))
+    n = conv_weight_grad_images(r, bs, prod(grad.shape[2:]))
   xw = x._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
   g = grad.reshape(*xw.shape[:3 + len(hw)], *[1] * (1 + len(hw)))
-  return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
-
-def _input_channels_last(x: Tensor, out: tuple[int, ...]) -> bool:
-  """Whether the weight gradient reads the conv's input copied channels-last (codegen/conv_backward.py): where the
-  renderer says so and the output images are small (ResNet-18 at 112x112: layer3's and layer4's 7x7 and 4x4, 1.3-1.6x
-  faster on one AVX-512 core, 1.3x on AVX2). Over a longer reduce the tile's reads miss the caches: layer1's 28x28
-  1.3x slower, layer2's 14x14 even."""
-  r = renderer_of(x.device)
-  return r is not None and conv_input_channels_last(r, x.shape[1]) and prod(out) <= 7 * 7
+  if n == bs: return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
+  part = (xw * g).reshape(bs // n, n, *xw.shape[1:]).sum((1, *range(4, 4 + len(hw))))
+  return dx, part.sum(0).reshape(weight.shape).cast(weight.dtype)
 
 def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups: int, stride: tuple[int, ...],
                      dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Tensor:
