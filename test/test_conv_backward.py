@@ -73,3 +73,26 @@ def test_small_image_weight_gradient_matches_torch(hw, stride):
   (torch.nn.functional.conv2d(xt, wt, stride=stride, padding=1) * torch.tensor(gn, dtype=torch.float64)).sum().backward()
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("hw,stride", [(24, 1), (12, 1), (24, 2)])
+def test_weight_gradient_in_batch_groups(hw, stride):
+  # a long reduce (images x pixels) is cut into groups of the batch, each a partial gradient summed after
+  # (codegen/conv_backward.py conv_weight_grad_images): ResNet-18's layer1 and layer2 1.3-1.45x faster on one AVX-512 core.
+  # The values against torch in float64, and on a CPU with vectors the partials (one per group) in the schedule
+  torch = pytest.importorskip("torch")
+  from tinycore import Device
+  from tinycore.codegen.conv_backward import conv_weight_grad_images, conv_input_channels_last
+  rng = np.random.default_rng(4)
+  o = (hw + 2 - 3) // stride + 1
+  xn, wn, gn = (rng.standard_normal(s).astype(np.float32) for s in ((4, 16, hw, hw), (32, 16, 3, 3), (4, 32, o, o)))
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  gw, = (x.conv2d(w, stride=stride, padding=1) * Tensor(gn)).sum().gradient(w)
+  r = Device[Device.DEFAULT].renderer
+  if conv_input_channels_last(r, 16):
+    n = conv_weight_grad_images(r, 4, o * o)
+    assert n == next(m for m in (1, 2, 4) if m * o * o >= 512 or m == 4)
+    sizes = [si.outputs[0].size for si in gw.schedule() if si.ast.op is Ops.SINK]
+    assert n == 4 or 4 // n * wn.size in sizes, sizes
+  xt, wt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xn, wn))
+  (torch.nn.functional.conv2d(xt, wt, stride=stride, padding=1) * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(gw.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-4)

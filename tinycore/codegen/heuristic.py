@@ -128,6 +128,11 @@ def cpu_optimizations(k: Kernel) -> Kernel:
       if _transpose_tile(k, lane_w): return k
       g = k.dims("g")
       if g and fits(g[-1], 2) and k.full_shape[g[-1]] >= 64 and all(s == lane_w for s in strides(g[-1], _out_sts(k))): upcast(g[-1], 2)
+      return k
+    # no vector dim (a max pool's input gradient, its phases interleaved in dims of 2): the short dims expanded whole,
+    # innermost first, their masks become constants
+    for d in reversed(k.dims("g")):
+      if isinstance(n := k.full_shape[d], int) and n <= 4 and prod(k.full_shape[u] for u in k.dims("U")) * n <= SHORT_DIM: upcast(d, 0)
     return k
   red = k.dims("r")
   if lane is not None and lane_w is not None and any(s == 0 for s in strides(lane, loads)) and \

@@ -1,7 +1,7 @@
 """Tensor autograd: requires_grad, the Function applied to tensors (Tensor._apply, the rules in function.py),
 gradient() and backward()."""
 from __future__ import annotations
-import itertools
+import functools, itertools
 from typing import TYPE_CHECKING, Any, Callable
 import tinycore.function as F
 from tinycore.dtype import dtypes
@@ -18,16 +18,17 @@ class _Freed(F.Function):
 _FREED = _Freed()
 
 
-def by_rule(inputs: tuple[Tensor, ...], compute: Callable[[], Tensor], rule: Callable[..., tuple]) -> Tensor:
+def by_rule(inputs: tuple[Tensor, ...], compute: Callable[[], Tensor], rule: Callable[..., tuple], with_value: bool = False) -> Tensor:
   """compute()'s value recorded as one F.Composite of inputs whose gradient is rule(grad, *inputs, needs=...): the
   pieces compute builds are not recorded (no_grad meanwhile), so neither are the values they would save for a backward
-  (conv2d's windows, gelu's six intermediates). Under no_grad, compute() as it is."""
+  (conv2d's windows, gelu's six intermediates). with_value: the rule also gets value= the value, unrecorded (max pool's
+  gradient compares the input with it). Under no_grad, compute() as it is."""
   T = type(inputs[0])
   if T.no_grad: return compute()
   T.no_grad = True
   try: value = compute()
   finally: T.no_grad = False
-  return F.Composite.apply(*inputs, value=value.lazydata, rule=rule)
+  return F.Composite.apply(*inputs, value=value.lazydata, rule=functools.partial(rule, value=value) if with_value else rule)
 
 def _link_of(x: tuple[Tensor, ...]) -> F.Link | None:
   """A Link to x, or None where no input leads anywhere: leaves marked requires_grad=False get no .grad, and holding

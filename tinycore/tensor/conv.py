@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 from tinycore.codegen.heuristic import conv_weight_channels_last
 from tinycore.codegen.conv_forward import conv_weight_panel, conv_output_channels_last
-from tinycore.codegen.conv_backward import conv_input_channels_last
+from tinycore.codegen.conv_backward import conv_input_channels_last, conv_weight_grad_images
 from tinycore.device import renderer_of
 from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
@@ -61,18 +61,16 @@ def _conv_grads(grad: Tensor, x: Tensor, weight: Tensor, *, needs: tuple[bool, .
   dx = _conv_input_grad(grad, weight, x.shape[2:], *geo).cast(x.dtype) if needs[0] else None
   if not needs[1]: return dx, None
   (cout, _), hw = weight.shape[:2], weight.shape[2:]
-  if _input_channels_last(x, grad.shape[2:]): x = x.permute(0, *range(2, x.ndim), 1).contiguous().permute(0, x.ndim - 1, *range(1, x.ndim - 1))
+  r, n = renderer_of(x.device), (bs := x.shape[0])
+  # the input channels-last and the batch in groups of n, each group's partial gradient summed after (codegen/conv_backward.py)
+  if r is not None and conv_input_channels_last(r, x.shape[1]):
+    x = x.permute(0, *range(2, x.ndim), 1).contiguous().permute(0, x.ndim - 1, *range(1, x.ndim - 1))
+    n = conv_weight_grad_images(r, bs, prod(grad.shape[2:]))
   xw = x._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
   g = grad.reshape(*xw.shape[:3 + len(hw)], *[1] * (1 + len(hw)))
-  return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
-
-def _input_channels_last(x: Tensor, out: tuple[int, ...]) -> bool:
-  """Whether the weight gradient reads the conv's input copied channels-last (codegen/conv_backward.py): where the
-  renderer says so and the output images are small (ResNet-18 at 112x112: layer3's and layer4's 7x7 and 4x4, 1.3-1.6x
-  faster on one AVX-512 core, 1.3x on AVX2). Over a longer reduce the tile's reads miss the caches: layer1's 28x28
-  1.3x slower, layer2's 14x14 even."""
-  r = renderer_of(x.device)
-  return r is not None and conv_input_channels_last(r, x.shape[1]) and prod(out) <= 7 * 7
+  if n == bs: return dx, (xw * g).sum((0, *range(3, 3 + len(hw)))).reshape(weight.shape).cast(weight.dtype)
+  part = (xw * g).reshape(bs // n, n, *xw.shape[1:]).sum((1, *range(4, 4 + len(hw))))
+  return dx, part.sum(0).reshape(weight.shape).cast(weight.dtype)
 
 def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups: int, stride: tuple[int, ...],
                      dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Tensor:
@@ -104,15 +102,56 @@ def _conv_input_grad(grad: Tensor, weight: Tensor, insp: tuple[int, ...], groups
     g = _span(grad, [(st, q + (n - 1) * dp) for (_, dp, _), (_, _, n, st, q) in zip(per_dim, combo)])
     part = g.conv2d(taps, groups=groups, dilation=tuple(dp for _, dp, _ in per_dim))  # (bs, cin, *phase positions)
     if all(s == 1 for s in stride): return part
-    # interleave: the phase's q-th position goes to s*q + ph
     part = part.pad(((0, 0), (0, 0)) + tuple((0, qm - q) for qm, (_, _, _, _, q) in zip(qs, combo)))
-    part = part.reshape(*part.shape[:2], *[v for q in qs for v in (q, 1)])
-    part = part.pad(((0, 0), (0, 0)) + tuple(p for (ph, *_), s in zip(combo, stride) for p in ((0, 0), (ph, s - 1 - ph))))
+    part = _at_phase(part, tuple(ph for ph, *_ in combo), stride)
     ret = part if ret is None else ret + part
   # no tap reads any input position (a 1x1 kernel with stride 3 on 2 pixels, padded by 1): no gradient reaches it
   if ret is None: return type(grad).zeros(grad.shape[0], groups * cin, *insp, dtype=grad.dtype, device=grad.device)
   ret = ret.reshape(*ret.shape[:2], *[q * s for q, s in zip(qs, stride)])
   return ret.shrink(((0, ret.shape[0]), (0, ret.shape[1])) + tuple((0, i) for i in insp))
+
+def _at_phase(part: Tensor, phase: tuple[int, ...], stride: tuple[int, ...]) -> Tensor:
+  """part (..., *q), the values of the input positions q*s + ph of one phase (per dim), as (..., q1, s1, q2, s2, ...) with
+  zeros at the other phases' positions: the phases' sum, reshaped to (..., q1*s1, q2*s2, ...), interleaves them."""
+  n = len(phase)
+  lead, qs = part.shape[:-n], part.shape[-n:]
+  part = part.reshape(*lead, *[v for q in qs for v in (q, 1)])
+  return part.pad(((0, 0),) * len(lead) + tuple(p for ph, s in zip(phase, stride) for p in ((0, 0), (ph, s - 1 - ph))))
+
+def _phase_taps(i: int, k: int, s: int, d: int, pb: int) -> list[tuple[int, list[tuple[int, int]]]]:
+  """Along one dim of a windowed input (size i, padding before pb, stride s, dilation d, kernel k; window a's tap t reads
+  input position a*s + t*d - pb): per phase ph, the taps reading the positions q*s + ph, as (t, c): window q + c's tap t."""
+  return [(ph, [(t, (ph + pb - t * d) // s) for t in range(k) if (ph + pb - t * d) % s == 0]) for ph in range(min(s, i))]
+
+def _max_pool_grad(grad: Tensor, x: Tensor, *, needs: tuple[bool, ...], value: Tensor, k: tuple[int, ...], s: tuple[int, ...],
+                   d: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> tuple[Tensor | None]:
+  """Max pooling's input gradient where its windows overlap (F.Composite's rule): each window's gradient is shared evenly
+  between its positions holding the max (as Max's gradient), gathered per input position. Per dim, position q*s + ph is
+  tap t of window q + c for its phase's taps (_phase_taps): a phase's gradient is the sum over its taps of (x == that
+  window's max) * that window's share, shifted slices of the output; the phases interleaved (_at_phase). An elementwise
+  kernel over the input after a count of each window's maxima. Through the windows, Max's gradient was a tensor k*k times
+  the output's size, then a fold of it per dim (ResNet-18's 3x3/2 pool at 112x112: 5 kernels, 30 ms; torch's: 2.3 ms)."""
+  if not needs[0]: return (None,)
+  n, xd, out = len(k), x.detach(), value.detach()
+  (lead, insp), z = (x.shape[:-n], x.shape[-n:]), ((0, 0),) * (x.ndim - n)
+  win = xd.pad(z + pads, value=-math.inf)._windows(k, s, d)
+  ties = (win == out.reshape(*out.shape, *[1] * n)).cast(grad.dtype).sum(tuple(range(-n, 0)))
+  share = grad * ties.reciprocal()
+  qs = tuple(ceildiv(i, ss) for i, ss in zip(insp, s))
+  xq = xd.pad(z + tuple((0, q * ss - i) for q, ss, i in zip(qs, s, insp))).reshape(*lead, *[v for q, ss in zip(qs, s) for v in (q, ss)])
+  # each tap's term over the whole interleaved grid, its windows' max and share placed at its phase's positions (zeros
+  # elsewhere): the pads are on stored buffers only (padded after the compare, each phase's sum was stored first)
+  def placed(t: Tensor, phase: tuple[int, ...], spans: tuple) -> Tensor: return _at_phase(_span(t, spans), phase, s)
+  # hit * share written as hit.where(share, share * 0) (equal, NaN and inf included): where the share is padding, 0 of
+  # the kernel's, the term folds away (the multiply by a 0 does not fold in float, 5 of the 9 terms cost as much as the rest)
+  def term(hit: Tensor, sh: Tensor) -> Tensor: return hit.where(sh, sh * 0)
+  terms = [term(xq == placed(out, phase, spans), placed(share, phase, spans))
+           for combo in itertools.product(*[_phase_taps(i, kk, ss, dd, pb) for i, kk, ss, dd, (pb, _) in zip(insp, k, s, d, pads)])
+           for phase in [tuple(ph for ph, _ in combo)]
+           for spans in itertools.product(*[[(c, q) for _, c in taps] for q, (_, taps) in zip(qs, combo)])]
+  if not terms: return (x.zeros_like(),)
+  dx = functools.reduce(lambda a, b: a + b, terms)
+  return (dx.reshape(*lead, *[q * ss for q, ss in zip(qs, s)]).shrink(tuple((0, m) for m in lead) + tuple((0, i) for i in insp)),)
 
 def _fold_taps(grad: Tensor, x: Tensor, *, needs: tuple[bool, ...], k: int, s: int, d: int) -> tuple[Tensor | None]:
   """The gradient of overlapping windows along x's last dim (F.Composite's rule): grad (..., o, k) -> (..., i); tap t of
@@ -271,11 +310,16 @@ class ConvMixin:
     k, s, d, pads, extra = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
     lead = self.ndim - len(k)
     full = ((0, 0),) * lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
-    x = self.pad(full, value=-math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)) if any(p != (0, 0) for p in full) else self
-    w = x._windows(k, s, d)
+    def padded() -> Tensor:
+      return self.pad(full, value=-math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)) if any(p != (0, 0) for p in full) else self
     axes = tuple(range(-len(k), 0))
-    out = w.max(axis=axes)
+    def pooled() -> Tensor: return padded()._windows(k, s, d).max(axis=axes)
+    # overlapping windows: the gradient by a rule (_max_pool_grad), not through the windows' fold
+    if any(not (dd == 1 and ss >= kk) for kk, ss, dd in zip(k, s, d)):
+      out = by_rule((self,), pooled, functools.partial(_max_pool_grad, k=k, s=s, d=d, pads=full[lead:]), with_value=True)
+    else: out = pooled()
     if not return_indices: return out
+    w = padded()._windows(k, s, d)
     sp = self.shape[lead:]
     idx = self._iota(prod(sp), self.device).reshape(sp)
     idx = idx.pad(full[lead:], value=-1) if any(p != (0, 0) for p in full) else idx
