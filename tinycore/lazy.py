@@ -28,11 +28,11 @@ def _srcs_vals(lbs: tuple[LazyBuffer, ...]) -> dict[UOp, int]:
   return ds[0] if len(ds) == 1 else merge_var_vals(*ds)
 
 def _add_reader(buf: Buffer, ref: weakref.ref) -> None:
-  if buf.readers is None: buf.readers = []
-  elif len(buf.readers) >= 32 and (len(buf.readers) & (len(buf.readers) - 1)) == 0:
-    # now and then (at each power of two), drop the readers that are gone or done, so a buffer read on every step stays small
-    buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not BUFFER]
-  buf.readers.append(ref)
+  """Add a reader where LazyBuffer's inline append does not: a buffer's first reader, or a list at a pruning point (a
+  power of two from 32 on), where the readers that are gone or done are dropped first, so a buffer read on every step
+  stays small."""
+  if buf.readers is None: buf.readers = [ref]
+  else: buf.readers = [r for r in buf.readers if (x := r()) is not None and x.op is not BUFFER] + [ref]
 
 def pending_readers(buf: Buffer) -> list[LazyBuffer]:
   """The unrealized lazy ops that read buf (directly, or through a view), alive now."""
@@ -105,7 +105,7 @@ class LazyBuffer:
       for s in (srcs[1:] if in_place else srcs):
         if (sb := s._base or s).op is not CONST:
           ref = ref or weakref.ref(self)
-          # (the common case inline: a list short of its next pruning)
+          # (the common case inline: a list short of its next pruning, see _add_reader)
           if (rs := sb.buffer.readers) is not None and (len(rs) < 32 or len(rs) & (len(rs) - 1)): rs.append(ref)
           else: _add_reader(sb.buffer, ref)
     elif base.base is not base: raise RuntimeError("a view's base must be a base")
