@@ -20,12 +20,12 @@ from __future__ import annotations
 from tinycore.backend import Renderer
 from tinycore.ops import Ops
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
+from tinycore.codegen.conv_forward import channels_in_vectors
 
 def conv_input_channels_last(r: Renderer, cin: int) -> bool:
   """Whether a conv's input is copied channels-last before its weight gradient reads it: CPUs with vectors (no thread
   ids), the input channels in whole vectors."""
-  w = max(r.vector_widths)
-  return not r.has_local and w > 1 and isinstance(cin, int) and cin % w == 0
+  return channels_in_vectors(r, cin)
 
 # the fewest reduce steps (images x output pixels) of a group of the batch in a weight gradient (see the module docstring)
 GROUP_STEPS = 512

@@ -30,6 +30,12 @@ from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 # than those; the digits CNN's 11 and 13 columns x 1 vector (11, 13 at AVX2) 2x faster than their 4 images x 2 vectors
 MIN_ACCS = 10
 
+def channels_in_vectors(r: Renderer, channels: sint) -> bool:
+  """Whether a conv's channels can be a CPU tile's vector lanes, laid out channels-last: CPUs with vectors (no thread
+  ids), the channels in whole vectors."""
+  w = max(r.vector_widths)
+  return not r.has_local and w > 1 and isinstance(channels, int) and channels % w == 0
+
 def conv_weight_panel(r: Renderer, cout: sint) -> int:
   """How many output channels one panel of a conv weight holds (two vectors: 32 floats on AVX-512, 16 on AVX2), or 1 for
   no panels: devices with thread ids or without vectors, a channel count not in whole panels."""
@@ -95,8 +101,7 @@ def conv_output_channels_last(r: Renderer, cout: sint, taps: sint) -> bool:
   value broadcast); stored (bs, cout, *out), a vector of channels goes out lane by lane, one scalar store per value
   against taps/16 vector multiply-adds (the seed conv: 16 stores per 1.7; 2.6 -> 0.55 ms on one AVX-512 core, 3.0 ->
   0.9 ms at AVX2), channels-last it is one vector store."""
-  w = max(r.vector_widths)
-  return not r.has_local and w > 1 and isinstance(cout, int) and cout % w == 0 and isinstance(taps, int) and taps <= FEW_TAPS
+  return channels_in_vectors(r, cout) and isinstance(taps, int) and taps <= FEW_TAPS
 
 def conv_few_taps_tile(k: Kernel) -> bool:
   """The tile of a conv stored channels-last with a short reduce (`conv_output_channels_last`), applied to k where k is

@@ -16,7 +16,7 @@ from tinycore.helpers import prod, all_int
 from tinycore.ops import Ops
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
-from tinycore.codegen.conv_forward import conv_forward_tile, conv_few_taps_tile
+from tinycore.codegen.conv_forward import channels_in_vectors, conv_forward_tile, conv_few_taps_tile
 from tinycore.codegen.conv_backward import conv_weight_grad_tile
 from tinycore.codegen.matmul import matmul_tile
 
@@ -284,8 +284,7 @@ def conv_weight_channels_last(r: Renderer, cout: sint) -> bool:
   """Whether a conv's weight (cout, cin, *k) is stored output-channels-last first: then a full vector of output channels
   is one load, and the register tile is vectors of channels x rows of output columns (each input value broadcast to
   them), whatever the image width. Only CPUs with vectors (no thread ids), channels in whole vectors."""
-  w = max(r.vector_widths)
-  return not r.has_local and w > 1 and isinstance(cout, int) and cout % w == 0
+  return channels_in_vectors(r, cout)
 
 def _gathered_views(k: Kernel) -> list:
   """The VIEWs of the loads that are not broadcast along the innermost upcast dim (the vector lanes)."""
