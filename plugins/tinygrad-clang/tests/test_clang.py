@@ -109,3 +109,21 @@ def test_outer_loop_split_over_cores(monkeypatch):
   src = get_program(get_kernel(si.ast, Device["CLANG"].renderer), "CLANG").src
   assert "core_id)/core_count); ridx0 < (" in src and "(core_id+1))/core_count)" in src
   np.testing.assert_array_equal(out.numpy(), a * 2 + 1)
+
+def test_long_kernel_cut_into_short_chunks(monkeypatch):
+  # a few chunks per core at least; a long kernel one per CHUNK_WORK operations up to its outer loop's trips (a 2048
+  # matmul: 8 chunks of 4 row blocks were 32 of one, so that a core the OS takes away leaves one short chunk behind)
+  import re
+  import tinygrad_clang
+  from tinycore import Tensor, Device
+  from tinycore.codegen import get_program
+  from tinycore.engine.realize import get_kernel
+  monkeypatch.setattr(tinygrad_clang, "THREADS", 2)
+  def chunks(t: Tensor) -> tuple[int, str]:
+    si = [s for s in t.schedule() if s.ast.op is Ops.SINK][-1]
+    p = get_program(get_kernel(si.ast, Device["CLANG"].renderer), "CLANG")
+    return int(re.search(r"_threads = (\d+);", p.src).group(1)), p.src
+  assert chunks(Tensor.empty(1024, 1024, device="CLANG") * 2 + 1)[0] == 2 * tinygrad_clang.CHUNKS_PER_CORE
+  n, src = chunks(Tensor.empty(2048, 2048, device="CLANG") @ Tensor.empty(2048, 2048, device="CLANG"))
+  trips = int(re.search(r"ridx0 = \(\((\d+)\*core_id\)", src).group(1))
+  assert n == trips > 2 * tinygrad_clang.CHUNKS_PER_CORE, src
