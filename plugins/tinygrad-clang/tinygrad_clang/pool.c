@@ -2,7 +2,10 @@
 // pool_run(entry, args, vals, n) runs entry(args, vals, i, n) for every chunk i = 0..n-1 of a kernel's outer loop.
 // The calling thread and the workers take chunks from a shared counter, so a worker that the OS has not scheduled
 // (the machine is busy) delays nothing: the others take its chunks. Idle workers spin briefly for new work and then
-// sleep on a futex. pool_run returns when every chunk is done.
+// sleep on a futex. pool_run returns when every chunk is done; the calling thread, its chunks done, spins briefly and
+// then yields its core until the others' are: on a busy machine the last chunk's thread may wait for a core, and a
+// spinning caller burnt its own share of the CPU meanwhile (2048 matmul on 2 cores under load 9-15 from other jobs,
+// alternating in one process: 7-17% less wall time, 8-10% less CPU time).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,6 +13,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sched.h>
 
 typedef void (*entry_t)(void **args, const int *vals, int core, int ncores);
 #define MAXT 256
@@ -83,5 +87,8 @@ void pool_run(entry_t fn, void **args, const int *vals, int n) {
   atomic_store_explicit(&gen, g, memory_order_release);
   if (atomic_load(&sleepers)) futex(&gen, FUTEX_WAKE_PRIVATE, MAXT);
   take_chunks(g);
-  while (atomic_load_explicit(&done_chunks, memory_order_acquire) < n) cpu_relax();
+  for (int spins = 0; atomic_load_explicit(&done_chunks, memory_order_acquire) < n;) {
+    if (++spins < spin_iters) cpu_relax();
+    else sched_yield();
+  }
 }
