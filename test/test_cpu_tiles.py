@@ -35,6 +35,7 @@ def test_panel_rule_in_the_cache_follows_the_tile():
   for n in (256, 512, 1024):
     assert matmul_panel(cpu(), 1024, 256, n, 4) == 48 and matmul_panel(cpu((8, 4), regs=16), 1024, 256, n, 4) == 24
   assert matmul_panel(cpu(), 64, 256, 256, 4) == 0, "too few rows of x for the copy to pay"
+  assert matmul_panel(cpu(), 256, 1024, 256, 4, x_contiguous=False) == 0, "x^T (a weight gradient) takes the generic tile in place"
   assert tile_lanes(cpu(), 768, panels=False) == tile_lanes(cpu(), 768, panels=True) == 384
   assert matmul_panel(cpu(cache=0), 2048, 2048, 2048, 4) == 0 and matmul_panel(cpu(widths=(1,)), 2048, 2048, 2048, 4) == 0
   assert matmul_panel(Renderer(has_local=True, local_max=(256, 256, 64), vector_widths=(4,), cache_bytes=1 << 20), 2048, 2048, 2048, 4) == 0

@@ -64,7 +64,7 @@ def tile_lanes(r: Renderer, n: int, panels: bool) -> float:
   a, v = register_tile(r, ROWS_ANY, n, w, padded=panels)
   return a * v * w * (n / (-(-n // (v * w)) * v * w) if panels else 1)
 
-def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transposed: bool = False) -> int:
+def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transposed: bool = False, x_contiguous: bool = True) -> int:
   """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
   not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
   cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
@@ -72,8 +72,10 @@ def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transpos
   panels, the padded columns cut off by the caller), a panel streams contiguously; the copy costs k*n elements, the matmul
   m*k*n multiply-adds (2048: 3x faster on one AVX-512 core). A width n with no vector width in it (a GPT-2 vocabulary's
   50257 = 29 x 1733) is repacked whatever its size: unpacked, its columns take no vector dim at all. In the cache, from
-  PANEL_ROWS rows of x, where n leaves the tile in place fewer real accumulators than in panels (`tile_lanes`): in place
-  its vectors must divide n, and AVX-512's 8 x 3 vectors needs n in 48s (256 and 1024 took 4 x 4)."""
+  PANEL_ROWS rows of x contiguous along the reduce (`x_contiguous`: then the product in place takes `matmul_tile`), where
+  n leaves the tile in place fewer real accumulators than in panels (`tile_lanes`): in place its vectors must divide n,
+  and AVX-512's 8 x 3 vectors needs n in 48s (256 and 1024 took 4 x 4). A weight gradient's x^T, strided along the
+  reduce, takes the generic tile (8 x 2 vectors, unrolled) in place: 92 GFLOP/s at 256 x 1024 @ 1024 x 256, in panels 65."""
   w = max(r.vector_widths)
   if r.has_local or not r.cache_bytes or w <= 1 or not all(isinstance(v, int) for v in (m, k, n)) or n <= 2 * w: return 0
   p = register_tile(r, ROWS_ANY, n)[1] * w
@@ -85,7 +87,7 @@ def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transpos
   # GPT's input gradients (W's rows 1 and 4 KB apart, 4 x 4 in place) on one Zen 4 core, the copy included: 1024 x 256 @
   # 256 x 1024 62 -> 100 GFLOP/s (AVX2 34 -> 95), 1024 x 1024 @ 1024 x 256 69 -> 95 (77 -> 102), 512^3 75 -> 99 (50 -> 92);
   # where the tile divides n (384, 768 columns) in place is within 10% of the panels
-  return p if m >= PANEL_ROWS and tile_lanes(r, n, panels=False) < tile_lanes(r, n, panels=True) else 0
+  return p if x_contiguous and m >= PANEL_ROWS and tile_lanes(r, n, panels=False) < tile_lanes(r, n, panels=True) else 0
 
 def matmul_grad_transposed(r: Renderer, m: sint, k: sint, n: sint, itemsize: int) -> bool:
   """Whether the weight gradient of x (m, k) @ w (k, n) is computed as (grad^T, stored) @ x rather than as the reduce
