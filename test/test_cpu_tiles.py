@@ -7,7 +7,7 @@ from tinycore import Tensor, Device
 from tinycore.backend import Renderer
 from tinycore.codegen import Kernel
 from tinycore.codegen.heuristic import hand_coded_optimizations
-from tinycore.codegen.matmul import matmul_panel
+from tinycore.codegen.matmul import matmul_panel, tile_lanes
 from tinycore.codegen.lowerer import pick_vector_dim
 from tinycore.ops import Ops
 from tinycore.helpers import prod
@@ -26,7 +26,17 @@ def _check_matmul(out: Tensor, x: Tensor, w: Tensor, xn: np.ndarray, wn: np.ndar
 def test_panel_rule():
   # three vectors wide (the register tile's, codegen/matmul.py register_tile), 2048 columns zero-padded to whole panels
   assert matmul_panel(cpu(), 2048, 2048, 2048, 4) == 48 and matmul_panel(cpu((8, 4), regs=16), 2048, 2048, 2048, 4) == 24
-  assert matmul_panel(cpu(), 512, 512, 512, 4) == 0, "an operand that fits the cache is read as it is"
+  assert matmul_panel(cpu(), 512, 384, 768, 4) == 0, "an operand that fits the cache and the tile's width is read as it is"
+  assert matmul_panel(cpu((8, 4), regs=16), 512, 384, 384, 4) == 0
+
+def test_panel_rule_in_the_cache_follows_the_tile():
+  # in place the register tile's vectors must divide n: 256 and 1024 columns take 4 x 4 vectors on AVX-512 (8 x 3 in
+  # panels), 4 x 2 on AVX2 (4 x 3): repacked from PANEL_ROWS rows of x whatever the size (GPT's input gradients)
+  for n in (256, 512, 1024):
+    assert matmul_panel(cpu(), 1024, 256, n, 4) == 48 and matmul_panel(cpu((8, 4), regs=16), 1024, 256, n, 4) == 24
+  assert matmul_panel(cpu(), 64, 256, 256, 4) == 0, "too few rows of x for the copy to pay"
+  assert matmul_panel(cpu(), 256, 1024, 256, 4, x_contiguous=False) == 0, "x^T (a weight gradient) takes the generic tile in place"
+  assert tile_lanes(cpu(), 768, panels=False) == tile_lanes(cpu(), 768, panels=True) == 384
   assert matmul_panel(cpu(cache=0), 2048, 2048, 2048, 4) == 0 and matmul_panel(cpu(widths=(1,)), 2048, 2048, 2048, 4) == 0
   assert matmul_panel(Renderer(has_local=True, local_max=(256, 256, 64), vector_widths=(4,), cache_bytes=1 << 20), 2048, 2048, 2048, 4) == 0
 
@@ -233,7 +243,7 @@ def test_small_image_conv_forward_and_backward(hw):
 def test_transposed_matmul_tile_grows_with_the_register_file(regs, rows):
   # x @ W.T (a Linear layer): both operands contiguous along the reduce; rows x 2 vector accumulators, the rows as many
   # as fit beside the step's loaded vectors (8 x 2 measured 1.5x over 2 x 2 on AVX-512); 64 rows of x: from 128 on, W.T is
-  # repacked into panels first (codegen/matmul.py TRANSPOSED_ROWS)
+  # repacked into panels first (codegen/matmul.py PANEL_ROWS)
   r = _avx512_like()
   r.vector_registers = regs
   si = [s for s in (Tensor.empty(64, 128) @ Tensor.empty(512, 128).T).schedule() if s.ast.op is Ops.SINK][-1]

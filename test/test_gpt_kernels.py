@@ -113,3 +113,25 @@ def test_attention_gradient_matches_torch(noopt):
   xt = torch.tensor(xn, dtype=torch.float64, requires_grad=True)
   (_split_attention(xt, "torch") * torch.tensor(gn, dtype=torch.float64)).sum().backward()
   np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("noopt", [0, 1])
+def test_mlp_input_gradients_through_panels_match_torch(noopt):
+  # GPT's MLP: the input gradients g @ W read W (k, n) row-major with n = 256 (fc's, from fc2's gradient) and n = 1024;
+  # from PANEL_ROWS rows W is repacked into zero-padded panels though it fits the cache (codegen/matmul.py `matmul_panel`),
+  # its padded columns cut off before the GELU gradient; 130 rows pad to whole row tiles too
+  torch = pytest.importorskip("torch")
+  from tinycore.codegen.matmul import matmul_panel
+  r = _cpu_renderer()
+  assert matmul_panel(r, 130, 64, 256, 4) and matmul_panel(r, 130, 256, 64, 4, transposed=True)
+  rng = np.random.default_rng(4)
+  xn, w1n, w2n, gn = (rng.standard_normal(s).astype(np.float32) / 8 for s in ((130, 64), (256, 64), (64, 256), (130, 64)))
+  with Context(NOOPT=noopt):
+    x, w1, w2 = (Tensor(a, requires_grad=True) for a in (xn, w1n, w2n))
+    out = (x @ w1.T).gelu(approximate="tanh") @ w2.T
+    (out * Tensor(gn)).sum().backward()
+    got = [out.numpy()] + [t.grad.numpy() for t in (x, w1, w2)]
+  xt, w1t, w2t = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xn, w1n, w2n))
+  ot = torch.nn.functional.gelu(xt @ w1t.T, approximate="tanh") @ w2t.T
+  (ot * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  for a, b in zip(got, [ot.detach().numpy(), xt.grad.numpy(), w1t.grad.numpy(), w2t.grad.numpy()]):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -1,8 +1,9 @@
 """A matmul on a CPU with vectors: the layout of its operands and the register and cache tiles of its kernel.
 
-Layout (graph changes, chosen by Tensor.dot, kept under NOOPT): a row-major second operand past the cache is repacked
-into column panels two vectors wide (`matmul_panel`), and a weight gradient past the cache is computed from the output
-gradient stored transposed (`matmul_grad_transposed`).
+Layout (graph changes, chosen by Tensor.dot, kept under NOOPT): a row-major second operand past the cache, or one whose
+width leaves the register tile fewer accumulators than panels would, is repacked into column panels as wide as the
+register tile's vectors (`matmul_panel`), and a weight gradient past the cache is computed from the output gradient
+stored transposed (`matmul_grad_transposed`).
 
 The tile (`matmul_tile`), for a kernel out[m, n] = sum_k a[m, k] * b[k, n] with b read as vectors along n (its rows or
 its panels contiguous) and a row-major (contiguous along the reduce), each a's value broadcast to the vectors:
@@ -23,8 +24,9 @@ from tinycore.ops import Ops
 from tinycore.uop.uop import sint
 from tinycore.codegen.kernel import Kernel, Opt, OptOps, KernelOptError
 
-# rows of x from which a transposed second operand is repacked: its copy (k*n elements) is under 1% of the multiply-adds
-TRANSPOSED_ROWS = 128
+# rows of x from which a second operand is repacked whatever its size (transposed, or row-major with a width the register tile
+# does not divide): its copy (k*n elements) is under 1% of the multiply-adds
+PANEL_ROWS = 128
 # reduce steps ahead that b's vectors are prefetched (renderer.prefetch): 2048 on one core, the generated kernels alone in
 # one process, medians: AVX-512 114-118 -> 124-129 GFLOP/s at 16 steps (3 KB ahead; 8 and 32 about as fast, 64 less),
 # AVX2 51-65 -> 55-68 (1.5 KB ahead)
@@ -54,22 +56,38 @@ def matmul_rows(r: Renderer, m: int, n: int) -> int:
   block = 8 * rows if m >= 64 * rows else rows
   return m if m % rows == 0 else -(-m // block) * block
 
-def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transposed: bool = False) -> int:
+def tile_lanes(r: Renderer, n: int, panels: bool) -> float:
+  """The output values a matmul's register tile over n columns accumulates that are real: in panels, rows x vectors of
+  the widest width with n padded to whole panels (the padded columns discounted); in place, of the widest width that
+  divides n (as `matmul_tile` takes it), the vectors dividing n too."""
+  w = max(r.vector_widths) if panels else next(v for v in sorted(r.vector_widths, reverse=True) if v > 1 and n % v == 0)
+  a, v = register_tile(r, ROWS_ANY, n, w, padded=panels)
+  return a * v * w * (n / (-(-n // (v * w)) * v * w) if panels else 1)
+
+def matmul_panel(r: Renderer, m: sint, k: sint, n: sint, itemsize: int, transposed: bool = False, x_contiguous: bool = True) -> int:
   """How wide the column panels are that a matmul's row-major (k, n) second operand is repacked into first, or 0 for
   not at all. Read along the reduce, a row-major operand is one vector per row, rows n*itemsize bytes apart: past the
   cache (`cache_bytes`), every step is a new page to the prefetcher and a power-of-two row size lands all rows in one
   cache set. Repacked as (n/p, k, p) for the register tile's vectors (`register_tile`: p = 3 vectors, zero-padded to whole
   panels, the padded columns cut off by the caller), a panel streams contiguously; the copy costs k*n elements, the matmul
   m*k*n multiply-adds (2048: 3x faster on one AVX-512 core). A width n with no vector width in it (a GPT-2 vocabulary's
-  50257 = 29 x 1733) is repacked whatever its size: unpacked, its columns take no vector dim at all."""
+  50257 = 29 x 1733) is repacked whatever its size: unpacked, its columns take no vector dim at all. In the cache, from
+  PANEL_ROWS rows of x contiguous along the reduce (`x_contiguous`: then the product in place takes `matmul_tile`), where
+  n leaves the tile in place fewer real accumulators than in panels (`tile_lanes`): in place its vectors must divide n,
+  and AVX-512's 8 x 3 vectors needs n in 48s (256 and 1024 took 4 x 4). A weight gradient's x^T, strided along the
+  reduce, takes the generic tile (8 x 2 vectors, unrolled) in place: 92 GFLOP/s at 256 x 1024 @ 1024 x 256, in panels 65."""
   w = max(r.vector_widths)
   if r.has_local or not r.cache_bytes or w <= 1 or not all(isinstance(v, int) for v in (m, k, n)) or n <= 2 * w: return 0
+  p = register_tile(r, ROWS_ANY, n)[1] * w
   # transposed (a Linear's weight.T: the reduce contiguous in both operands), whatever the size where the rows reuse it:
   # otherwise each output is a vector of partial sums combined across its lanes after the reduce (GPT's x @ W.T over
   # 1024 tokens: 36-55 -> 70-100 GFLOP/s on one AVX-512 core, the copy included)
-  if transposed: return register_tile(r, ROWS_ANY, n)[1] * w if m >= TRANSPOSED_ROWS else 0
-  if any(n % v == 0 for v in r.vector_widths if v > 1) and k * n * itemsize <= r.cache_bytes: return 0
-  return register_tile(r, ROWS_ANY, n)[1] * w
+  if transposed: return p if m >= PANEL_ROWS else 0
+  if not any(n % v == 0 for v in r.vector_widths if v > 1) or k * n * itemsize > r.cache_bytes: return p
+  # GPT's input gradients (W's rows 1 and 4 KB apart, 4 x 4 in place) on one Zen 4 core, the copy included: 1024 x 256 @
+  # 256 x 1024 62 -> 100 GFLOP/s (AVX2 34 -> 95), 1024 x 1024 @ 1024 x 256 69 -> 95 (77 -> 102), 512^3 75 -> 99 (50 -> 92);
+  # where the tile divides n (384, 768 columns) in place is within 10% of the panels
+  return p if x_contiguous and m >= PANEL_ROWS and tile_lanes(r, n, panels=False) < tile_lanes(r, n, panels=True) else 0
 
 def matmul_grad_transposed(r: Renderer, m: sint, k: sint, n: sint, itemsize: int) -> bool:
   """Whether the weight gradient of x (m, k) @ w (k, n) is computed as (grad^T, stored) @ x rather than as the reduce

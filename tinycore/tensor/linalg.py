@@ -27,7 +27,8 @@ def _panel(x: Tensor, w: Tensor) -> int:
   both operands) and an x of 16 rows or more (the copy must pay)."""
   if w.ndim != 2 or x.ndim < 2 or not isinstance(x.shape[-2], int) or x.shape[-2] < 16 or not isinstance(m := prod(x.shape[:-1]), int): return 0
   if (r := renderer_of(w.device)) is None or (st := w.lazydata.st.real_strides()) not in ((w.shape[1], 1), (1, w.shape[0])): return 0
-  return matmul_panel(r, m, w.shape[0], w.shape[1], w.dtype.itemsize, transposed=st == (1, w.shape[0]))
+  return matmul_panel(r, m, w.shape[0], w.shape[1], w.dtype.itemsize, transposed=st == (1, w.shape[0]),
+                      x_contiguous=x.lazydata.st.real_strides()[-1] == 1)
 
 def _dot_rule(x: Tensor, w: Tensor, dtype: DType | str | None) -> bool:
   """Whether x @ w may record Dot (its gradients written as matmuls, the value composed apart): a 2-D w that needs a
