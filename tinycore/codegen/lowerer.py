@@ -2,8 +2,9 @@
 
 Global and local dims become SPECIAL ids (or loops where the renderer has no ids), reduce dims become RANGE loops,
 and upcast/unroll dims are expanded: each combination of their values is lowered separately, and hash-consing
-makes the parts that do not depend on them shared. One `Lowerer` lowers one kernel; its methods share the kernel's ids,
-loops and vector lanes through `self`."""
+makes the parts that do not depend on them shared; the outputs (and so their accumulators) come in the order of the
+upcast dims by length, the shortest innermost (see `lower`). One `Lowerer` lowers one kernel; its methods share the
+kernel's ids, loops and vector lanes through `self`."""
 from __future__ import annotations
 import itertools
 from tinycore.dtype import DType, dtypes
