@@ -323,7 +323,7 @@ class Lowerer:
     # the outputs (so their accumulators) with the shortest upcast dim innermost: a value loaded along a longer dim (a
     # conv's input column, broadcast) feeds every accumulator along the shorter one (its panel's two vectors) back to back
     # and dies; in the dims' own order each value of a stride-2 conv's step (29 over 14 columns) stayed live until the
-    # second vector's pass, and the spills cost ResNet-18's 3x3/2 convs a third of their speed (71 -> 104 GFLOP/s, Zen 4)
+    # second vector's pass, and the spills cost ResNet-18's 3x3/2 convs a third of their speed (73 -> 108 GFLOP/s, Zen 4)
     for uc in upcast_combos(self.k, "U", shortest_inner=True):
       if lanes_out and uc[self.vdim] != 0: continue
       for st_node in self.k.ast.src: stores.extend(self._store_lanes(st_node, uc) if lanes_out else [self._store(st_node, uc)])
