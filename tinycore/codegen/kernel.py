@@ -175,7 +175,9 @@ def _refinement(a: tuple, b: tuple) -> tuple[int, ...] | None:
   if any(y % x for x, y in zip(bounds, bounds[1:])): return None
   return tuple(y // x for x, y in zip(bounds, bounds[1:]))[::-1]
 
-def upcast_combos(k: Kernel, kinds: str) -> list[dict[int, int]]:
-  """Every assignment of constants to the dims of the given kinds (the registers of an upcast/unroll)."""
+def upcast_combos(k: Kernel, kinds: str, shortest_inner: bool = False) -> list[dict[int, int]]:
+  """Every assignment of constants to the dims of the given kinds (the registers of an upcast/unroll), the last dim
+  fastest; with shortest_inner the dims ordered by length first (stable), the shortest fastest."""
   dims = [i for i, kk in enumerate(k.kinds) if kk in kinds]
+  if shortest_inner: dims.sort(key=lambda i: -k.full_shape[i])
   return [dict(zip(dims, vals)) for vals in itertools.product(*(range(k.full_shape[i]) for i in dims))]
