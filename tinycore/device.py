@@ -119,7 +119,6 @@ class Buffer:
     elif opaque is not None: self._buf = opaque
     else:
       self._buf = allocator.alloc(nbytes, self.options)
-      GlobalCounters.mem_used += nbytes
       GlobalCounters.mem_used_per_device[self.device] += nbytes
       if self.fill is not None: self.copyin(memoryview(self.fill))
     return self
@@ -127,7 +126,6 @@ class Buffer:
     if self._buf is None: return
     if self._base is None:
       nbytes = self.size * self.dtype.itemsize
-      GlobalCounters.mem_used -= nbytes
       GlobalCounters.mem_used_per_device[self.device] -= nbytes
       self.allocator.free(self._buf, nbytes, self.options)
     del self._buf

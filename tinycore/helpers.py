@@ -141,8 +141,12 @@ class _Counters:
   every kernel run and every allocation writes them, and a write to a class's attribute (what they were) invalidates
   the interpreter's attribute caches of that class (seven writes per tiny op)."""
   def __init__(self) -> None:
-    self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count, self.mem_used = 0, 0, 0.0, 0, 0
+    self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
     self.mem_used_per_device: collections.defaultdict[str, int] = collections.defaultdict(int)  # bytes allocated, by device name
+  @property
+  def mem_used(self) -> int:
+    """Bytes allocated on all devices (the sum of mem_used_per_device: an allocation counts itself once)."""
+    return sum(self.mem_used_per_device.values())
   def reset(self) -> None: self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
 
 GlobalCounters = _Counters()
