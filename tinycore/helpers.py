@@ -139,7 +139,7 @@ DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar(
 class _Counters:
   """Totals since the last reset: kernels run, operations, memory moved and time spent. One object, GlobalCounters:
   every kernel run and every allocation writes them, and a write to a class's attribute (what they were) invalidates
-  the interpreter's attribute caches of that class (seven writes per tiny op)."""
+  the interpreter's attribute caches of that class (five writes per tiny op)."""
   def __init__(self) -> None:
     self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
     self.mem_used_per_device: collections.defaultdict[str, int] = collections.defaultdict(int)  # bytes allocated, by device name
