@@ -85,6 +85,9 @@ class Buffer:
   options: BufferSpec | None = None
   offset: int = 0
   _base: Buffer | None = None
+  # the device handle once allocated (a handle is never None). A class default, not a missing attribute: hasattr's miss
+  # raises and catches an AttributeError, and reading `__dict__` makes the instance a dict of its own (slower to read)
+  _buf: Any = None
   def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: BufferSpec | None = None,
                initial_value: bytes | None = None, base: Buffer | None = None, offset: int = 0):
     if dtype.__class__ is not DType and (isinstance(dtype, type) or not hasattr(dtype, "itemsize")):
@@ -103,12 +106,10 @@ class Buffer:
   def base(self) -> Buffer: return self._base if self._base is not None else self
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
-  # (`"_buf" in self.__dict__`, not hasattr: a hasattr that fails raises and catches an AttributeError, ~1 us, on every
-  # buffer a realize allocates)
-  def is_allocated(self) -> bool: return "_buf" in self.__dict__
-  def ensure_allocated(self) -> Buffer: return self if "_buf" in self.__dict__ else self.allocate()
+  def is_allocated(self) -> bool: return self._buf is not None
+  def ensure_allocated(self) -> Buffer: return self if self._buf is not None else self.allocate()
   def allocate(self, opaque: Any = None) -> Buffer:
-    if "_buf" in self.__dict__: raise RuntimeError("buffer is already allocated")
+    if self._buf is not None: raise RuntimeError("buffer is already allocated")
     self.allocator = allocator = Device[self.device].allocator
     nbytes = self.size * self.dtype.itemsize
     if self._base is not None:
@@ -118,20 +119,18 @@ class Buffer:
     elif opaque is not None: self._buf = opaque
     else:
       self._buf = allocator.alloc(nbytes, self.options)
-      GlobalCounters.mem_used += nbytes
       GlobalCounters.mem_used_per_device[self.device] += nbytes
       if self.fill is not None: self.copyin(memoryview(self.fill))
     return self
   def deallocate(self) -> None:
-    if "_buf" not in self.__dict__: return
-    if self._base is None and "allocator" in self.__dict__:
+    if self._buf is None: return
+    if self._base is None:
       nbytes = self.size * self.dtype.itemsize
-      GlobalCounters.mem_used -= nbytes
       GlobalCounters.mem_used_per_device[self.device] -= nbytes
       self.allocator.free(self._buf, nbytes, self.options)
     del self._buf
   def __del__(self) -> None:
-    if "_buf" not in self.__dict__: return  # never allocated (most lazy ops' buffers: their op fused into a kernel)
+    if self._buf is None: return  # never allocated (most lazy ops' buffers: their op fused into a kernel)
     try: self.deallocate()
     except Exception: pass  # interpreter shutdown
   def __repr__(self) -> str: return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}>"

@@ -136,16 +136,20 @@ PROFILE = ContextVar("PROFILE", 1 if VIZ.value else 0)
 TRAINING = ContextVar("TRAINING", 0)
 DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
 
-class GlobalCounters:
-  """Totals since the last reset: kernels run, operations, memory moved and time spent."""
-  global_ops: int = 0
-  global_mem: int = 0
-  time_sum_s: float = 0.0
-  kernel_count: int = 0
-  mem_used: int = 0
-  mem_used_per_device: collections.defaultdict[str, int] = collections.defaultdict(int)  # bytes allocated, by device name
-  @staticmethod
-  def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+class _Counters:
+  """Totals since the last reset: kernels run, operations, memory moved and time spent. One object, GlobalCounters:
+  every kernel run and every allocation writes them, and a write to a class's attribute (what they were) invalidates
+  the interpreter's attribute caches of that class (five writes per tiny op)."""
+  def __init__(self) -> None:
+    self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
+    self.mem_used_per_device: collections.defaultdict[str, int] = collections.defaultdict(int)  # bytes allocated, by device name
+  @property
+  def mem_used(self) -> int:
+    """Bytes allocated on all devices (the sum of mem_used_per_device: an allocation counts itself once)."""
+    return sum(self.mem_used_per_device.values())
+  def reset(self) -> None: self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
+
+GlobalCounters = _Counters()
 
 class Timing(contextlib.ContextDecorator):
   """Print the time a block took: `with Timing("step "): ...`; on_exit(ns) returns text appended to the line."""

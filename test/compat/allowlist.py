@@ -55,6 +55,9 @@ ALLOWED: dict[str, str] = {
           "helpers.mv_address", "helpers.to_char_p_p", "helpers.data64", "helpers.data64_le", "helpers.hi32", "helpers.lo32", "helpers.i2u",
           "helpers.getbits", "helpers.to_be32", "helpers.to_be64", "helpers.pad_bytes", "helpers.fetch_fw", "helpers.system", "helpers.wait_cond",
           "helpers.Target", "helpers.select_by_name", "helpers.select_first_inited", "helpers.fromimport", "helpers.count"),
+  "helpers.GlobalCounters": "an object, not a class: every kernel run and allocation writes its counters, and a write to a class's attribute "
+                            "invalidates the interpreter's attribute caches of that class (4% of a cached tiny op); its attributes and reset() "
+                            "are tinygrad's",
   "helpers.fetch": "downloads over the network; tinycore does no network I/O (download the file yourself and load the local path)",
   **_knobs("compiler switches of tinygrad with no tinycore counterpart: FLOAT16 (half-precision intermediates in its winograd and image "
            "convolutions), WINO (winograd convolution), NOLOCALS (no local memory in kernels), TRANSCENDENTAL (its software sin/exp/log), "

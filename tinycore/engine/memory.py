@@ -51,7 +51,7 @@ class ScheduleFrees:
       at = []
       for (i, j), owners in frees:
         b = schedule[i].bufs[j]
-        if "_buf" in b.__dict__ or b._base is not None or b.options is not None or id(b) in viewed: continue
+        if b._buf is not None or b._base is not None or b.options is not None or id(b) in viewed: continue
         lbs = []
         for i2, side, j2, n in owners:
           lbs.append(lb := (schedule[i2].outputs if side == 0 else schedule[i2].inputs)[j2])

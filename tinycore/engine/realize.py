@@ -221,7 +221,7 @@ def run_schedule(schedule: list[ScheduleItem] | CachedSchedule, var_vals: dict[U
   for k, si in enumerate(schedule):
     bufs = si.bufs
     for b in bufs:
-      if "_buf" not in b.__dict__: b.allocate()
+      if b._buf is None: b.allocate()
     if runners is not None and runners[k][0] is si.ast: runner = runners[k][1]
     else:
       # the in-memory runner cache first (what get_runner does, without a call per kernel)
@@ -248,7 +248,7 @@ def _run_plan(run: CachedSchedule, plan: list[tuple[CompiledRunner, int, int]], 
   for (_, pick_bufs, pick_outs, _), (runner, ops, mem) in zip(run.entry, plan):
     bufs = pick_bufs(run.bufs)
     for b in bufs:
-      if "_buf" not in b.__dict__: b.allocate()
+      if b._buf is None: b.allocate()
     if (launch := runner.launch) is not None: launch(*[b._buf for b in bufs])
     else: runner(bufs, var_vals)
     gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + 1, gc.global_ops + ops, gc.global_mem + mem

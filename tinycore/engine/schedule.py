@@ -394,6 +394,8 @@ def _one_op_structure(o: LazyBuffer) -> tuple[tuple, list[LazyBuffer], list[Lazy
   they agree): the graph is the op, each source a leaf, numbered by first appearance."""
   if o.var_vals: return None
   leaves: list[LazyBuffer] = []
+  bufs: list[Buffer] = []  # (the leaves' buffers: two leaves sharing one are described by the first, as in _structure)
+  leaf_desc: list[tuple] = []
   srcs: list = []
   for s in o.srcs:
     if (sb := s._base or s).op is not BUFFER or s.var_vals: return None
@@ -401,15 +403,10 @@ def _one_op_structure(o: LazyBuffer) -> tuple[tuple, list[LazyBuffer], list[Lazy
     else:
       j = len(leaves)
       leaves.append(sb)
+      buf = sb.buffer
+      leaf_desc.append((sb.dtype, sb.device, sb.shape, buf.size, bufs.index(buf) if buf in bufs else j))
+      bufs.append(buf)
     srcs += (-1 - j, None if s is sb else s.st.views)
-  leaf_desc: list[tuple] = []
-  for j, lb in enumerate(leaves):  # (two leaves sharing one buffer: its first leaf, as in _structure)
-    buf, first = lb.buffer, j
-    for i in range(j):
-      if leaves[i].buffer is buf:
-        first = i
-        break
-    leaf_desc.append((lb.dtype, lb.device, lb.shape, buf.size, first))
   op = o.op
   return (((op, o.arg, o.dtype, o.shape, o.device, o.forced_realize, tuple(srcs)),), tuple(leaf_desc), ((0, 0),)), [o], leaves, {}, op is ASSIGN
 

@@ -85,10 +85,11 @@ class AutogradMixin:
     if cls.no_grad: ret._rg = None
     elif not fxn.differentiable or lb.dtype not in _FLOATS: ret._rg, ret._ctx = None, _link_of(x)
     else:
-      # (one loop, not a comprehension and an any() over a generator: this runs for every op made)
-      needs, rg = [], None
+      # (one loop, not a comprehension and an any() over a generator: this runs for every op made; an input of the
+      # output's dtype is float without a look-up in _FLOATS, whose hashing of a dtype is a Python call)
+      needs, rg, out_dtype = [], None, lb.dtype
       for t in x:
-        needs.append(t._rg is not False and t.lazydata.dtype in _FLOATS)
+        needs.append(t._rg is not False and ((dt := t.lazydata.dtype) is out_dtype or dt in _FLOATS))
         if t._rg: rg = True
       if True in needs: ctx.parents, ctx.needs_input_grad, ret._ctx, ret._rg = x, tuple(needs), ctx, rg
       else: ret._rg, ret._ctx = False, _link_of(x)  # computed from detached tensors only: detached too

@@ -1,4 +1,5 @@
 """tinygrad-clang on its own: allocator, compiler, renderer and program, checked against numpy."""
+import ctypes
 import numpy as np
 import pytest
 from tinycore import CompileError
@@ -46,6 +47,19 @@ def test_render_compile_run_a_loop():
   t = prg(y, x, vals=(10,), wait=True)
   np.testing.assert_allclose(y, x * 2 + 1, rtol=1e-6)
   assert t is not None and t > 0
+
+def test_caller_takes_host_buffers_and_refuses_other_arrays():
+  # Program.caller (the eager path's launch) is the C function itself: a HostBuffer passes as its address (its
+  # _as_parameter_); any other array is refused by ctypes, never passed as a truncated int
+  src = "void add1(float* restrict out, const float* restrict a) { for (int i = 0; i < 8; i++) out[i] = a[i] + 1.0f; }"
+  call = ClangProgram("CLANG", "add1", ClangCompiler().compile(src)).caller((1, 1, 1), None)
+  al = ClangAllocator()
+  out, a = al.alloc(32, BufferSpec()), al.alloc(32, BufferSpec())
+  x = np.random.default_rng(0).standard_normal(8).astype(np.float32)
+  al.copyin(a, memoryview(x))
+  call(out, a)
+  np.testing.assert_array_equal(np.frombuffer(out, np.float32), x + 1)
+  with pytest.raises(ctypes.ArgumentError): call(np.zeros(8, np.float32), a)
 
 # the kernel of `conv2d(x, w).sum()`'s input gradient (x (1, 1, 5, 7), w (6, 1, 2, 1)): the padded constant gradient times
 # the flipped weight, as the CLANG renderer writes it

@@ -306,11 +306,14 @@ def one_unit(srcs: list[str]) -> str:
 
 class HostBuffer(np.ndarray):
   """Host memory as a numpy byte array that also knows its address (`addr`): reading `.ctypes.data` on every kernel
-  launch costs more than the launch itself."""
+  launch costs more than the launch itself. `_as_parameter_`, the address as a c_void_p, is what ctypes passes for it:
+  a kernel takes HostBuffers as they are, without argtypes (Program.caller)."""
   addr: int
+  _as_parameter_: ctypes.c_void_p
 def _host(arr: np.ndarray) -> HostBuffer:
   h = arr.view(HostBuffer)
   h.addr = arr.ctypes.data
+  h._as_parameter_ = ctypes.c_void_p(h.addr)
   return h
 def _addr(b: Any) -> int: return b.addr if type(b) is HostBuffer else b.ctypes.data
 
@@ -363,12 +366,9 @@ class ClangProgram(Program):
     return functools.partial(self.fxn, *[_addr(b) for b in bufs], *vals)
   def caller(self, global_size: Sequence[int], local_size: Sequence[int] | None) -> Callable[..., Any]:
     if self.threads > 1: return super().caller(global_size, local_size)
-    fxn = self.fxn
-    # (the argtypes are set at the first call: the buffer count is known only then)
-    def call(*bufs: Any) -> None:
-      if fxn.argtypes is None: self._set_argtypes(len(bufs), 0)
-      fxn(*[b.addr if type(b) is HostBuffer else b.ctypes.data for b in bufs])
-    return call
+    # the C function itself: the eager path's handles are HostBuffers, passed as their c_void_p (another array is
+    # refused by ctypes, never passed as a truncated int)
+    return self.fxn
   def _set_argtypes(self, nbufs: int, nvals: int) -> None: self.fxn.argtypes = [ctypes.c_void_p] * nbufs + [ctypes.c_int] * nvals
   def _pool_args(self, bufs: Sequence[Any], vals: Sequence[int]) -> tuple[Any, Any]:
     return (ctypes.c_void_p * max(1, len(bufs)))(*[_addr(b) for b in bufs]), (ctypes.c_int * max(1, len(vals)))(*vals)
