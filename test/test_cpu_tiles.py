@@ -184,6 +184,20 @@ def test_small_image_weight_gradient_keeps_its_rows(hw):
   U, (_, vw) = k.dims("U"), pick_vector_dim(k)
   assert vw == 16 and prod(k.full_shape[d] for d in U) // vw >= 8 and not k.dims("u"), (k.full_shape, k.kinds, k.applied_opts)
 
+@pytest.mark.parametrize("widths,regs", [((8, 4), 16), ((16, 8, 4), 32)])
+def test_stem_weight_gradient_feeds_each_gather_to_many_accumulators(widths, regs):
+  # a 7x7/2 stem's weight gradient (3 input channels: read as stored, the lanes gather the output gradient along the
+  # output channels): 3 input channels x 7 window columns of accumulators whatever the register file (16 registers
+  # took the 3 that fit beside the gather, 2.1x slower at AVX2 on a Zen 4 core)
+  r = copy.copy(_cpu_renderer())
+  r.vector_widths, r.vector_registers = widths, regs
+  w = max(widths)
+  x, wt = Tensor.empty(2, 3, 32, 32, requires_grad=True), Tensor.empty(4 * w, 3, 7, 7, requires_grad=True)
+  _, gw = (x.conv2d(wt, stride=2, padding=3) * Tensor.empty(2, 4 * w, 16, 16)).sum().gradient(x, wt)
+  si = [si for si in gw.schedule() if si.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  assert prod(k.full_shape[d] for d in k.dims("U")) == 21 * w, (k.full_shape, k.kinds, k.applied_opts)
+
 def test_epilogue_loads_leave_the_conv_its_rows():
   # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
   # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)

@@ -30,6 +30,8 @@ ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
 COLUMN_VECS = (4, 2)
 # an output dim this short, without a vector width in it (a pooled 13x13 image's rows), is expanded whole where no vector dim is found
 SHORT_DIM = 16
+# the most accumulators a gathered-lanes tile (`_gathered_tile`) takes at least, whatever the register file holds
+GATHER_ACCS = 24
 
 def _try(k: Kernel, opt: Opt) -> bool:
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
@@ -255,8 +257,10 @@ def _gathered_tile(k: Kernel, widths: list[int]) -> bool:
   lane = min(lanes, key=lambda d: (-sum(s == 0 for s in strides(d, loads)), out_span(d), gather_span(d), -k.full_shape[d]))
   if not _try(k, Opt(OptOps.UPCAST, k.dims("g").index(lane), widths[0])): return False
   # accumulators: the register file less 8 (the step's gathered vector, its broadcast values and addresses): 24 of AVX-512's
-  # 32, 8 of AVX2's 16 (a 7x7 stem's weight gradient: 3 input channels x 7 columns, 6x faster than 3 rows)
-  accs, most = 1, max(k.renderer.vector_registers - 8, 2)
+  # 32 (a 7x7 stem's weight gradient: 3 input channels x 7 columns, 6x faster than 3 rows). Never fewer than GATHER_ACCS:
+  # a gathered vector costs a load per lane, more than reloading the accumulators that a smaller register file spills (the
+  # stem's weight gradient at AVX2's 16 registers: 3 input channels x 7 columns 2.1x faster than the 3 that fit, one Zen 4 core)
+  accs, most = 1, max(k.renderer.vector_registers - 8, GATHER_ACCS)
   # small dims first: a 3x3 window upcast whole gives 9 rows
   while accs < 8:
     rows = [d for d in k.dims("g") if isinstance(k.full_shape[d], int) and all(k.st_for(v).real_strides()[d] == 0 for v in _gathered_views(k))]
