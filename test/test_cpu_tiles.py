@@ -198,6 +198,16 @@ def test_stem_weight_gradient_feeds_each_gather_to_many_accumulators(widths, reg
   k = hand_coded_optimizations(Kernel(si.ast, r))
   assert prod(k.full_shape[d] for d in k.dims("U")) == 21 * w, (k.full_shape, k.kinds, k.applied_opts)
 
+def test_scalar_reduce_sums_several_outputs_side_by_side():
+  # BatchNorm's statistics on 7x7 images (ResNet-18's layer3 at 112x112): 49 columns hold no vector width and the channels
+  # are 49 apart, so the reduce stays scalar; one output at a time, each add waited on the one before (3x slower)
+  xn = np.random.default_rng(5).standard_normal((16, 64, 7, 7)).astype(np.float32)
+  out = Tensor(xn).sum((0, 2, 3))
+  si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, _cpu_renderer()))
+  assert prod(k.full_shape[d] for d in k.dims("U")) == 8, (k.full_shape, k.kinds, k.applied_opts)
+  np.testing.assert_allclose(out.numpy(), xn.astype(np.float64).sum((0, 2, 3)), rtol=1e-5, atol=1e-4)
+
 def test_epilogue_loads_leave_the_conv_its_rows():
   # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
   # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)

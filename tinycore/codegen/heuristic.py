@@ -30,6 +30,8 @@ ROW_TILES = (16, 14, 12, 8, 7, 6, 4, 3, 2)
 COLUMN_VECS = (4, 2)
 # an output dim this short, without a vector width in it (a pooled 13x13 image's rows), is expanded whole where no vector dim is found
 SHORT_DIM = 16
+# outputs a reduce without a vector dim computes side by side, each its own chain of adds
+SCALAR_CHAINS = 8
 # the most accumulators a gathered-lanes tile (`_gathered_tile`) takes at least, whatever the register file holds
 GATHER_ACCS = 24
 
@@ -204,6 +206,11 @@ def cpu_optimizations(k: Kernel) -> Kernel:
   if (red := k.dims("r")) and not k.dims("u"):
     for amt in (4, 2):
       if fits(red[-1], amt) and unroll(red[-1], amt): break
+  # a reduce left scalar and not unrolled keeps SCALAR_CHAINS outputs side by side: one output's sum is a chain of
+  # dependent adds, each waiting the add's latency (BatchNorm's statistics over 16 images of 7x7: 3x faster on one Zen 4 core)
+  if k.reduceop is not None and not k.dims("U") and not k.dims("u") and (g := k.dims("g")):
+    for amt in (SCALAR_CHAINS, 4, 2):
+      if fits(g[-1], amt) and upcast(g[-1], amt): break
   return k
 
 def _pool_lanes(k: Kernel, lane: int | None, w: int | None) -> bool:
