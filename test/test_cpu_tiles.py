@@ -208,6 +208,20 @@ def test_scalar_reduce_sums_several_outputs_side_by_side():
   assert prod(k.full_shape[d] for d in k.dims("U")) == 8, (k.full_shape, k.kinds, k.applied_opts)
   np.testing.assert_allclose(out.numpy(), xn.astype(np.float64).sum((0, 2, 3)), rtol=1e-5, atol=1e-4)
 
+def test_weight_copy_into_input_channel_panels_reads_whole_blocks():
+  # a 3x3 conv's input gradient reads its weight flipped, in panels of two vectors of input channels: the copy's lanes
+  # gather the weight 9 apart (its input channels) along its 9 flipped taps; those taps whole x the panel's two vectors
+  # read 2 x lanes x 9 contiguous floats an iteration (lane by lane: ResNet-18's layer4 weight 2-3x slower at AVX2, Zen 4)
+  r = _cpu_renderer()  # (the panels' width follows the device's renderer at schedule time)
+  widths = r.vector_widths
+  c = 4 * max(widths)
+  x, wt = Tensor.empty(2, c, 4, 4, requires_grad=True), Tensor.empty(c, c, 3, 3, requires_grad=True)
+  gx, _ = (x.conv2d(wt, padding=1) * Tensor.empty(2, c, 4, 4)).sum().gradient(x, wt)
+  copies = [hand_coded_optimizations(Kernel(si.ast, r)) for si in gx.schedule() if si.ast.op is Ops.SINK]
+  copies = [k for k in copies if k.reduceop is None and 9 in [k.full_shape[d] for d in k.dims("U")]]
+  assert len(copies) == 1 and prod(copies[0].full_shape[d] for d in copies[0].dims("U")) == 2 * max(widths) * 9, \
+    [(k.full_shape, k.kinds, k.applied_opts) for k in copies]
+
 def test_epilogue_loads_leave_the_conv_its_rows():
   # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
   # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)
