@@ -75,11 +75,11 @@ def conv_forward_tile(k: Kernel) -> bool:
     return max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
                 if size % a == 0 and (m == 1 or a == size) and v * a * m <= accs), key=lambda t: (t[0] * t[1] * t[2], t[0]))
   vecs, rows, extra = best(r.vector_registers - 2)
-  # fewer than MIN_ACCS accumulators leave the multiply-adds waiting on each other: a 4x4 image under AVX2's 16 registers
+  # fewer than MIN_ACCS accumulators leave the multiply-adds waiting on each other: a narrow image under AVX2's 16 registers
   # (4 columns x 2 vectors: 2x slower than the tiles of codegen/heuristic.py) takes as many as the register file, the step's
   # vectors then read from memory by the multiply-adds (4 columns x 2 rows x 2 vectors: 1.7x faster than heuristic.py's
   # 4 images x 2 vectors on one Zen 4 core at AVX2, ResNet-18's layer4 in a training step)
-  if vecs * rows * extra < MIN_ACCS: vecs, rows, extra = best(r.vector_registers)
+  if vecs * rows * extra < MIN_ACCS and nxt is not None: vecs, rows, extra = best(r.vector_registers)
   if vecs * rows * extra < MIN_ACCS: return False
   t = k.copy()
   try:
