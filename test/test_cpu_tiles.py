@@ -194,6 +194,44 @@ def test_small_image_weight_gradient_keeps_its_rows(hw):
   U, (_, vw) = k.dims("U"), pick_vector_dim(k)
   assert vw == 16 and prod(k.full_shape[d] for d in U) // vw >= 8 and not k.dims("u"), (k.full_shape, k.kinds, k.applied_opts)
 
+@pytest.mark.parametrize("widths,regs", [((8, 4), 16), ((16, 8, 4), 32)])
+def test_stem_weight_gradient_feeds_each_gather_to_many_accumulators(widths, regs):
+  # a 7x7/2 stem's weight gradient (3 input channels: read as stored, the lanes gather the output gradient along the
+  # output channels): 3 input channels x 7 window columns of accumulators whatever the register file (16 registers
+  # took the 3 that fit beside the gather, 2.1x slower at AVX2 on a Zen 4 core)
+  r = copy.copy(_cpu_renderer())
+  r.vector_widths, r.vector_registers = widths, regs
+  w = max(widths)
+  x, wt = Tensor.empty(2, 3, 32, 32, requires_grad=True), Tensor.empty(4 * w, 3, 7, 7, requires_grad=True)
+  _, gw = (x.conv2d(wt, stride=2, padding=3) * Tensor.empty(2, 4 * w, 16, 16)).sum().gradient(x, wt)
+  si = [si for si in gw.schedule() if si.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, r))
+  assert prod(k.full_shape[d] for d in k.dims("U")) == 21 * w, (k.full_shape, k.kinds, k.applied_opts)
+
+def test_scalar_reduce_sums_several_outputs_side_by_side():
+  # BatchNorm's statistics on 7x7 images (ResNet-18's layer3 at 112x112): 49 columns hold no vector width and the channels
+  # are 49 apart, so the reduce stays scalar; one output at a time, each add waited on the one before (3x slower)
+  xn = np.random.default_rng(5).standard_normal((16, 64, 7, 7)).astype(np.float32)
+  out = Tensor(xn).sum((0, 2, 3))
+  si = [s for s in out.schedule() if s.ast.op is Ops.SINK][-1]
+  k = hand_coded_optimizations(Kernel(si.ast, _cpu_renderer()))
+  assert prod(k.full_shape[d] for d in k.dims("U")) == 8, (k.full_shape, k.kinds, k.applied_opts)
+  np.testing.assert_allclose(out.numpy(), xn.astype(np.float64).sum((0, 2, 3)), rtol=1e-5, atol=1e-4)
+
+def test_weight_copy_into_input_channel_panels_reads_whole_blocks():
+  # a 3x3 conv's input gradient reads its weight flipped, in panels of two vectors of input channels: the copy's lanes
+  # gather the weight 9 apart (its input channels) along its 9 flipped taps; those taps whole x the panel's two vectors
+  # read 2 x lanes x 9 contiguous floats an iteration (lane by lane: ResNet-18's layer4 weight 2-3x slower at AVX2, Zen 4)
+  r = _cpu_renderer()  # (the panels' width follows the device's renderer at schedule time)
+  widths = r.vector_widths
+  c = 4 * max(widths)
+  x, wt = Tensor.empty(2, c, 4, 4, requires_grad=True), Tensor.empty(c, c, 3, 3, requires_grad=True)
+  gx, _ = (x.conv2d(wt, padding=1) * Tensor.empty(2, c, 4, 4)).sum().gradient(x, wt)
+  copies = [hand_coded_optimizations(Kernel(si.ast, r)) for si in gx.schedule() if si.ast.op is Ops.SINK]
+  copies = [k for k in copies if k.reduceop is None and 9 in [k.full_shape[d] for d in k.dims("U")]]
+  assert len(copies) == 1 and prod(copies[0].full_shape[d] for d in copies[0].dims("U")) == 2 * max(widths) * 9, \
+    [(k.full_shape, k.kinds, k.applied_opts) for k in copies]
+
 def test_epilogue_loads_leave_the_conv_its_rows():
   # loads after the reduce (a mask, a residual) are expanded over the output lanes only, not the unrolled 3x3 window:
   # counted as reduce loads, LANE_LOADS_MAX cut this conv's tile to 2 rows x 2 vectors (ResNet: 4 kernels of the step)

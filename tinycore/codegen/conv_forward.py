@@ -11,7 +11,7 @@ The tile (`conv_forward_tile`): the two vectors of a panel x the output columns 
 input value broadcast to both vectors), the window's columns unrolled (an input value feeds each of them), its rows
 left as a loop (unrolled too, the loop body outgrows the registers: 1.4x slower on a 7x7 image). An image narrower than 7
 columns takes its columns whole x a few of its rows (a 4x4 image: 4 x 2 x the two vectors), where that makes MIN_ACCS
-accumulators or more.
+accumulators or more (as many as the whole register file where fewer leave too few).
 
 Few input channels (`conv_output_channels_last`, `conv_few_taps_tile`): a conv whose reduce is at most FEW_TAPS taps
 (input channels x window: the seed conv's 3 x 3x3) stores its output channels-last and returns a permuted view; its
@@ -71,10 +71,15 @@ def conv_forward_tile(k: Kernel) -> bool:
   nxt = cols[-2] if size < 7 and len(cols) > 1 and k.full_shape[panel[0]] == 2 * w else None
   more = [m for m in (1, 2, 3, 4) if nxt is not None and k.full_shape[nxt] % m == 0] or [1]
   # (vectors, rows, more rows): the most accumulators, then the most vectors (fewer broadcasts per multiply-add)
-  vecs, rows, extra = max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
-                           if size % a == 0 and (m == 1 or a == size) and v * a * m <= r.vector_registers - 2),
-                          key=lambda t: (t[0] * t[1] * t[2], t[0]))
-  # fewer than MIN_ACCS accumulators (AVX2's 16 registers on a 4x4 image): 2 x 4 measured 2x slower than the tiles of codegen/heuristic.py
+  def best(accs: int) -> tuple[int, int, int]:
+    return max(((v, a, m) for v in (2, 1) for a in range(1, min(size, 16) + 1) for m in more
+                if size % a == 0 and (m == 1 or a == size) and v * a * m <= accs), key=lambda t: (t[0] * t[1] * t[2], t[0]))
+  vecs, rows, extra = best(r.vector_registers - 2)
+  # fewer than MIN_ACCS accumulators leave the multiply-adds waiting on each other: a narrow image under AVX2's 16 registers
+  # (4 columns x 2 vectors: 2x slower than the tiles of codegen/heuristic.py) takes as many as the register file, the step's
+  # vectors then read from memory by the multiply-adds (4 columns x 2 rows x 2 vectors: 1.7x faster than heuristic.py's
+  # 4 images x 2 vectors on one Zen 4 core at AVX2, ResNet-18's layer4 in a training step)
+  if vecs * rows * extra < MIN_ACCS and nxt is not None: vecs, rows, extra = best(r.vector_registers)
   if vecs * rows * extra < MIN_ACCS: return False
   t = k.copy()
   try:
