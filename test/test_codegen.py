@@ -123,6 +123,13 @@ def test_lane_by_lane_stores_in_one_loop(monkeypatch):
   (looped, a), (unrolled, b) = out[True], out[False]
   stores = [sum(u.op is Ops.STORE for u in p.uops) for p in (looped, unrolled)]
   assert stores[1] == max(r.vector_widths) * stores[0] and any(u.op is Ops.GEP and len(u.src) == 2 for u in looped.uops), stores
+  # the lane loop comes after the reduce loops, not inside them (there it would store every partial sum, the last one right)
+  lane = next(u.src[1] for u in looped.uops if u.op is Ops.GEP and len(u.src) == 2)
+  reduce_loops, opened = {x for u in looped.uops if u.op is Ops.DEFINE_ACC for x in u.src[1:]}, []
+  for u in looped.uops:
+    if u.op is Ops.RANGE: assert u is not lane or not reduce_loops & set(opened), looped.src
+    if u.op is Ops.RANGE: opened.append(u)
+    if u.op is Ops.ENDRANGE: opened.pop()
   np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
   ref = torch.nn.functional.conv2d(torch.tensor(xn, dtype=torch.float64), torch.tensor(wn, dtype=torch.float64), padding=1)
   np.testing.assert_allclose(a.reshape(ref.shape), (ref + torch.tensor(rn, dtype=torch.float64)).relu().numpy(), rtol=1e-4, atol=1e-4)
