@@ -96,3 +96,40 @@ def test_strided_lanes_give_the_lane_by_lane_program(monkeypatch):
       progs[how] = [get_program(get_kernel(si.ast, Device[device].renderer), device).src for si in out.schedule() if si.ast.op is Ops.SINK]
   assert progs["strided"] == progs["lane by lane"] and hits
   np.testing.assert_allclose(out.numpy(), a.T.astype(np.float64) * 2 + 1, rtol=1e-6)
+
+def test_lane_by_lane_stores_in_one_loop(monkeypatch):
+  # a conv into (bs, cout, h, w) with its output channels as the vector lanes stores lane by lane (16 values 196 apart),
+  # and reads its epilogue (a residual, then a ReLU) lane by lane too: with the renderer's lane_loops, one loop over the
+  # lanes holds every store (a vector accumulator read at the loop's lane), not 16 stores and loads per accumulator;
+  # the values bit for bit those of the unrolled program, and torch's
+  torch = pytest.importorskip("torch")
+  from tinycore.engine.realize import get_kernel, run_schedule
+  device, r = "CLANG", Device["CLANG"].renderer
+  if not r.lane_loops or max(r.vector_widths) == 1: pytest.skip("a renderer with vectors and lane loops")
+  rng = np.random.default_rng(0)
+  c = 2 * max(r.vector_widths)
+  xn, wn, rn = (rng.standard_normal(s).astype(np.float32) for s in ((2, 8, 14, 14), (c, 8, 3, 3), (2, c, 14, 14)))
+  with Context(NOOPT=0):
+    sched = (Tensor(xn).conv2d(Tensor(wn), padding=1) + Tensor(rn)).relu().schedule()
+    run_schedule(sched[:-1])
+    si = sched[-1]
+    for b in si.bufs: b.ensure_allocated()
+    out = {}
+    for loops in (True, False):
+      monkeypatch.setattr(r, "lane_loops", loops)
+      p = get_program(get_kernel(si.ast, r), device)
+      CompiledRunner(p)(list(si.bufs), {})
+      out[loops] = (p, si.bufs[0].numpy().copy())
+  (looped, a), (unrolled, b) = out[True], out[False]
+  stores = [sum(u.op is Ops.STORE for u in p.uops) for p in (looped, unrolled)]
+  assert stores[1] == max(r.vector_widths) * stores[0] and any(u.op is Ops.GEP and len(u.src) == 2 for u in looped.uops), stores
+  # the lane loop comes after the reduce loops, not inside them (there it would store every partial sum, the last one right)
+  lane = next(u.src[1] for u in looped.uops if u.op is Ops.GEP and len(u.src) == 2)
+  reduce_loops, opened = {x for u in looped.uops if u.op is Ops.DEFINE_ACC for x in u.src[1:]}, []
+  for u in looped.uops:
+    if u.op is Ops.RANGE: assert u is not lane or not reduce_loops & set(opened), looped.src
+    if u.op is Ops.RANGE: opened.append(u)
+    if u.op is Ops.ENDRANGE: opened.pop()
+  np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+  ref = torch.nn.functional.conv2d(torch.tensor(xn, dtype=torch.float64), torch.tensor(wn, dtype=torch.float64), padding=1)
+  np.testing.assert_allclose(a.reshape(ref.shape), (ref + torch.tensor(rn, dtype=torch.float64)).relu().numpy(), rtol=1e-4, atol=1e-4)

@@ -17,6 +17,11 @@ def test_small_sources_are_grouped_with_distinct_names_large_ones_alone():
     assert len(names) == len(set(names))  # one shared object cannot hold two kernels of one name
   assert all(len(g) <= 3 for g in groups)  # (two cores or more: the small ones spread over at least two groups)
 
+def test_large_sources_are_compiled_largest_first():
+  # the pool takes the groups in order: a long compile taken last would run alone at the end
+  jobs = [(f"r_{i}", "x" * (compiles.BATCH_SRC_MAX + n)) for i, n in enumerate((10, 3000, 0, 500))] + [("E_1", "a")]
+  assert compiles.batches(jobs)[:4] == [[1], [3], [0], [2]]
+
 def _clang():
   from tinycore import Device
   dev = Device["CLANG"]

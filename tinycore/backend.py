@@ -245,6 +245,10 @@ class Renderer:
   prefetch: bool = False
   """The renderer spells a LOAD's int arg n as a hint to fetch the element n past its address into the cache (a
   software prefetch, see codegen/matmul.py); False: the code generator never sets one."""
+  lane_loops: bool = False
+  """The renderer spells a GEP by a lane variable, `GEP(src=(vector, index))`: a kernel whose stores go lane by lane (a
+  vector dim strided in the output) then stores in a loop over the lanes (see codegen/lowerer.py `_lane_loop_store`)
+  instead of one store, and one copy of the value's code, per lane. False: lane by lane, unrolled."""
   tensor_cores: list[TensorCore] = field(default_factory=list)
   """Matrix units the code generator may use; empty for none."""
   dtypes: tuple[DType, ...] = MINIMAL_DTYPES

@@ -1,7 +1,8 @@
 """Linearize: order a lowered UOp graph into the list a renderer walks, opening and closing loops.
 
-Loops nest in the order of their RANGE arg. A node is placed inside every loop it depends on; an ASSIGN to an
-accumulator ends its reduce loops for the nodes that use its result; a DEFINE_ACC sits just outside its loops.
+Loops nest in the order of their RANGE arg, except that a loop whose nodes need others closed first (a lane loop after
+the reduce its stores read) opens beside those, after them. A node is placed inside every loop it depends on; an ASSIGN
+to an accumulator ends its reduce loops for the nodes that use its result; a DEFINE_ACC sits just outside its loops.
 Nodes are emitted as early as their loops allow, which hoists loop-invariant work out of inner loops."""
 from __future__ import annotations
 import heapq
@@ -50,19 +51,36 @@ def linearize(sink: UOp) -> list[UOp]:
     for c in users[u]:
       missing[c] -= 1
       if missing[c] == 0: ready(c)
+  # the loops a loop's nodes need closed first and never sit in (a lane loop after its reduce: lowerer.py
+  # `_lane_loop_store`): such a loop is opened beside them, not inside them
+  groups: dict[frozenset[UOp], frozenset[UOp]] = {}  # the loops nodes sit in -> the loops closed before them
+  for u in nodes: groups[inside[u]] = groups.get(inside[u], frozenset()) | closed[u]
+  after = {r: frozenset().union(*(c for s, c in groups.items() if r in s)) - frozenset().union(*(s for s in groups if r in s)) for r in ranges}
+  on: set[UOp] = set()  # the open loops
+  def close() -> None:
+    out.append(UOp(Ops.ENDRANGE, dtypes.void, (r := stack.pop(),)))
+    on.discard(r)
+    for u in blocked: heapq.heappush(heap, (depth[u], topo[u], u))
+    blocked.clear()
   while heap or blocked:
-    cur = len(stack) - 1
-    if heap and heap[0][0] <= cur:
-      _, _, u = heapq.heappop(heap)
-      if closed[u] & set(stack): blocked.append(u)
-      else: emit(u)
-    elif heap:
-      emit(r := ranges[len(stack)])
+    if not heap:
+      if not stack: raise RuntimeError(f"linearize: {len(blocked)} nodes can never be placed")
+      close()
+      continue
+    u = heap[0][2]
+    if closed[u] & on:
+      blocked.append(heapq.heappop(heap)[2])
+      continue
+    if not (need := inside[u] - on):
+      emit(heapq.heappop(heap)[2])
+      continue
+    # the next loop in order that u may sit in: past the open ones, not one that u's loops come after
+    m, top = min(need, key=order.__getitem__), order[stack[-1]] if stack else -1
+    skip = frozenset().union(*(after[r] for r in inside[u])) - inside[u]
+    if stack and (top > order[m] or stack[-1] in skip): close()
+    else:
+      emit(r := next(r for r in ranges[top + 1:] if r not in skip))
       stack.append(r)
-    elif stack:
-      out.append(UOp(Ops.ENDRANGE, dtypes.void, (stack.pop(),)))
-      for u in blocked: heapq.heappush(heap, (depth[u], topo[u], u))
-      blocked.clear()
-    else: raise RuntimeError(f"linearize: {len(blocked)} nodes can never be placed")
+      on.add(r)
   while stack: out.append(UOp(Ops.ENDRANGE, dtypes.void, (stack.pop(),)))
   return out

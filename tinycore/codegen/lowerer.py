@@ -123,7 +123,7 @@ class Lowerer:
   def __init__(self, k: Kernel):
     self.k = k
     self.idxs: dict[int, UOp] = {}
-    self.ranges: list[UOp] = []      # every loop, in nesting order (a RANGE's arg is its place here)
+    self.ranges: list[UOp] = []      # every loop, in nesting order (a RANGE's arg is its place here; a lane loop last)
     self.red_ranges: list[UOp] = []  # the reduce loops an accumulator lives across
     self.acc_ids = itertools.count()
     self.vdim, self.vw = pick_vector_dim(k) or (None, 1)
@@ -134,6 +134,7 @@ class Lowerer:
     self.lanes_memo: dict[tuple[UOp, tuple], tuple[UOp, ...]] = {}
     self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
     self.idx_dt = index_dtype(k)
+    self.lane_loop: UOp | None = None  # the loop over the lanes of the stores that go lane by lane (see _lane_loop_store)
     self._index_dims()
 
   # *** the iteration space: ids and loops ***
@@ -219,6 +220,8 @@ class Lowerer:
       _, valid = self.index(u.src[0], consts)
       c = u.arg.cast(u.dtype) if isinstance(u.arg, UOp) else UOp.const(u.dtype, u.arg)  # a symbolic const: its Variables' expression
       return c if valid.op is Ops.CONST and valid.arg is True else simplify(valid.where(c, UOp.const(u.dtype, 0)))
+    if u.op is Ops.REDUCE_AXIS and consts.get(self.vdim) == LANE:  # (in a lane loop: the vector accumulator's lane)
+      return UOp(Ops.GEP, u.dtype, (_pack(self.lanes(u, _key({d: v for d, v in consts.items() if d != self.vdim}))), self.lane_var))
     if u.op is Ops.REDUCE_AXIS: return self.reduce(u, consts)
     return UOp(u.op, u.dtype, tuple(self.node(s, key) for s in u.src), u.arg)
 
@@ -348,7 +351,8 @@ class Lowerer:
     for uc in upcast_combos(self.k, "U", shortest_inner=True):
       if lanes_out and uc[self.vdim] != 0: continue
       for st_node in self.k.ast.src: stores.extend(self._store_lanes(st_node, uc) if lanes_out else [self._store(st_node, uc)])
-    return UOp(Ops.SINK, dtypes.void, tuple(stores))
+    sink = UOp(Ops.SINK, dtypes.void, tuple(stores))
+    return sink if self.lane_loop is None else sink.substitute({self.lane_var: self.lane_loop})
 
   def _store(self, st_node: UOp, uc: dict[int, int]) -> UOp:
     idx, _ = self.index(st_node.src[1], uc)
@@ -361,7 +365,20 @@ class Lowerer:
     vals = self.lanes(st_node.src[2], _key(rest))
     idx, valid = self.index(st_node.src[1], {**rest, self.vdim: LANE})
     if self.lane_stride(idx, valid) == 1: return [UOp(Ops.STORE, dtypes.void, (st_node.src[0], self.at_lane0(idx), _pack(vals)))]
+    if self.k.renderer.lane_loops: return [self._lane_loop_store(st_node, rest)]
     return [UOp(Ops.STORE, dtypes.void, (st_node.src[0], self.index(st_node.src[1], {**rest, self.vdim: j})[0], vals[j])) for j in range(self.vw)]
+
+  def _lane_loop_store(self, st_node: UOp, rest: dict[int, int]) -> UOp:
+    """A store that goes lane by lane as one store in a loop over the lanes (the renderer's `lane_loops`): its value
+    lowered per lane with the lane variable (lower() makes it the loop's), a vector accumulator read at the loop's lane
+    (a GEP by it). The epilogue's loads (a ReLU mask, a residual) and the stores are one scalar access per lane either
+    way, but unrolled, 16 loads, a vector built of them and 16 stores per accumulator were most of a conv's C (see
+    docs/performance.md, cold first step). One loop for all of a kernel's such stores, after its reduce loops."""
+    if self.lane_loop is None:
+      self.lane_loop = UOp(Ops.RANGE, dtypes.int32, (UOp.const(dtypes.int32, 0), UOp.const(dtypes.int32, self.vw)), arg=len(self.ranges))
+      self.ranges.append(self.lane_loop)
+    ctx = {**rest, self.vdim: LANE}
+    return UOp(Ops.STORE, dtypes.void, (st_node.src[0], self.index(st_node.src[1], ctx)[0], self.node(st_node.src[2], _key(ctx))))
 
 def lower(k: Kernel) -> UOp:
   """A kernel lowered to a UOp graph: a SINK of its stores."""

@@ -21,9 +21,10 @@ _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 def batches(jobs: Sequence[tuple[str, str]], most: int = BATCH_MAX) -> list[list[int]]:
   """Indices of (name, src) jobs grouped for compiling: small sources up to `most` a group with distinct names, each
-  large source alone (a group per core at least, where there are that many sources)."""
+  large source alone (a group per core at least, where there are that many sources), the largest first (the pool takes
+  them in order: a long compile taken last runs alone at the end while the other cores wait)."""
   small = [i for i, (_, src) in enumerate(jobs) if len(src) < BATCH_SRC_MAX]
-  out: list[list[int]] = [[i] for i in range(len(jobs)) if len(jobs[i][1]) >= BATCH_SRC_MAX]
+  out: list[list[int]] = [[i] for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1])) if len(jobs[i][1]) >= BATCH_SRC_MAX]
   cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
   most = max(1, min(most, -(-len(small) // cores)))
   groups: list[tuple[list[int], set[str]]] = []

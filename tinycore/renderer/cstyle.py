@@ -10,7 +10,8 @@ It renders the linear UOp program the code generator produces:
   LOAD(dt, src=(buf, idx[, gate, alt][, barrier]))  STORE(src=(buf, idx, value[, gate]))  BARRIER(src=stores)
   (a BARRIER among a LOAD's sources only orders that load after the barrier)
   ALU ops, CAST, BITCAST, CONST
-  vectors (dtype.count > 1): VECTORIZE(src=lanes) builds one, GEP(src=(vec,), arg=i) takes lane i, a vector LOAD/STORE
+  vectors (dtype.count > 1): VECTORIZE(src=lanes) builds one, GEP(src=(vec,), arg=i) takes lane i (GEP(src=(vec, idx))
+  the lane an int value says, with lane_loops), a vector LOAD/STORE
   moves count consecutive elements from buf+idx, and ALU ops on vectors work lane by lane
 """
 from __future__ import annotations
@@ -131,8 +132,8 @@ class CStyleLanguage(Renderer):
   def render_vectorize(self, xs: list[str], dt: DType) -> str:
     """A vector of dtype dt from its lanes' spellings (VECTORIZE): a compound literal by default."""
     return f"(({self.render_dtype(dt)}){{{','.join(xs)}}})"
-  def render_gep(self, x: str, i: int, dt: DType) -> str:
-    """Lane i of the vector x of dtype dt (GEP)."""
+  def render_gep(self, x: str, i: int | str, dt: DType) -> str:
+    """Lane i of the vector x of dtype dt (GEP); i an int value's spelling with lane_loops."""
     return f"{x}[{i}]"
   def render_vector_load(self, buf: str, idx: str, dt: DType) -> str:
     """dt.count consecutive elements at buf+idx as one vector; see vector_dtypes on alignment."""
@@ -228,7 +229,7 @@ class CStyleLanguage(Renderer):
       elif op is Ops.BARRIER: emit(self.barrier)
       else:
         if op is Ops.VECTORIZE: expr = self.render_vectorize([r[x] for x in src], dt)
-        elif op is Ops.GEP: expr = self.render_gep(r[src[0]], u.arg, src[0].dtype)
+        elif op is Ops.GEP: expr = self.render_gep(r[src[0]], u.arg if len(src) == 1 else r[src[1]], src[0].dtype)
         elif op is Ops.CAST: expr = self.render_cast(r[src[0]], dt, src[0].dtype)
         elif op is Ops.BITCAST:
           # bitcasting needs an lvalue in C-like languages

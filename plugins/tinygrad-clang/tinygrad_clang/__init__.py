@@ -142,7 +142,7 @@ class ClangRenderer(CStyleLanguage):
     # half is declared only when the compiler has a type for it (_Float16, or clang's storage-only __fp16)
     self.target = target or cpu_target(_find_cc())
     super().__init__(device="CLANG", has_local=False, has_shared=False, global_max=None, local_max=None, vector_widths=self.target.vector_widths,
-                     vector_registers=self.target.vector_registers, cache_bytes=self.target.l2_bytes, prefetch=True,
+                     vector_registers=self.target.vector_registers, cache_bytes=self.target.l2_bytes, prefetch=True, lane_loops=True,
                      dtypes=tuple(d for d in dtypes.all if d != dtypes.float16 or half_type))
     if half_type: self.type_map = {**self.type_map, dtypes.float16: half_type}
   def render_dtype(self, dt: DType) -> str:
