@@ -621,7 +621,9 @@ def run_model_group(key: str, group: str, quick: bool, env: dict[str, str], raw:
   errors = []
   with tempfile.TemporaryDirectory() as d:
     cold = spawn("tinycore", group + ":first", quick, {**env, "TINYCORE_CACHE_DIR": d}, timeout=3600)
-    res = spawn("tinycore", group, quick, {**env, "TINYCORE_CACHE_DIR": d}, timeout=7200)
+    # torch.compile's own cache private to the run: inductor's shared /tmp cache, written by runs at another ISA level,
+    # once crashed a compiled kernel (SystemError inside an inductor kernel at AVX2)
+    res = spawn("tinycore", group, quick, {**env, "TINYCORE_CACHE_DIR": d, "TORCHINDUCTOR_CACHE_DIR": os.path.join(d, "inductor")}, timeout=7200)
   for tag, r in (("cold", cold), ("", res)):
     if "_error" in r: errors.append(f"{key}/{group}{' (' + tag + ')' if tag else ''}: {r['_error']}")
   for case, v in res.items():

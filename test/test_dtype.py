@@ -75,6 +75,25 @@ def test_bfloat16_ops_match_torch(name, device):
   # elementwise ops round once, as torch; reductions and transcendentals may differ by a bf16 ulp (2^-8 relative)
   np.testing.assert_allclose(out.numpy(), ref.float().numpy(), rtol=2**-7, atol=2**-7)
 
+@pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
+def test_half_products_summed_exactly(half, device):
+  # a 16-bit product of two halves rounded to half before its float32 sum lost up to half an ulp a term (ONNX's fp16
+  # conv and attention tests, 1-2 ulps off numpy's reference); the products are exact in float32, as torch's and numpy's
+  from tinycore.device import is_dtype_supported
+  if not is_dtype_supported(half, device): pytest.skip(f"{device} has no {half}")
+  rng = np.random.default_rng(3)
+  a, b = (Tensor(rng.standard_normal(s).astype(np.float32)).cast(half) for s in ((6, 300), (300, 5)))
+  x, w = (Tensor(rng.standard_normal(s).astype(np.float32)).cast(half) for s in ((2, 3, 9, 9), (4, 3, 3, 3)))
+  a64, b64, x64, w64 = (t.cast(dtypes.float32).numpy().astype(np.float64) for t in (a, b, x, w))
+  import torch
+  conv64 = torch.nn.functional.conv2d(torch.from_numpy(x64), torch.from_numpy(w64)).numpy()
+  for out, ref in ((a.dot(b, dtype=dtypes.float32), a64 @ b64), (x.conv2d(w, dtype=dtypes.float32), conv64)):
+    assert out.dtype == dtypes.float32
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)  # rounded products: errors ~1e-3
+  for out, ref in ((a @ b, a64 @ b64), (x.conv2d(w), conv64)):  # half out: the exact sum rounded once (summation order aside)
+    assert out.dtype == half
+    np.testing.assert_allclose(out.cast(dtypes.float32).numpy(), ref, rtol=2**-10 if half == dtypes.float16 else 2**-7, atol=1e-3)
+
 def test_bfloat16_casts_and_bits(device):
   import torch
   x = np.array([1.0, -2.5, 3.0009765625, 1e-40, np.inf, -np.inf, 65504.0, 3.3895314e38], np.float32)

@@ -11,7 +11,7 @@ from tinycore.codegen.heuristic import conv_weight_channels_last
 from tinycore.codegen.conv_forward import conv_weight_panel, conv_output_channels_last
 from tinycore.codegen.conv_backward import conv_input_channels_last, conv_weight_grad_images
 from tinycore.device import renderer_of
-from tinycore.dtype import DType, dtypes, to_np_dtype
+from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
 from tinycore.tensor.autograd import by_rule
@@ -234,6 +234,8 @@ class ConvMixin:
             dtype: DType | str | None) -> Tensor:
     """conv2d's value: the input's windows times the weight, summed over input channels and the window."""
     (bs, cout, cin), hw = (self.shape[0], *weight.shape[:2]), weight.shape[2:]
+    out_dt = to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, weight.dtype)
+    self, weight = self._product_operands(weight, dtype)
     panel = weight_panel(weight) if groups == 1 else 1
     if panel > 1: weight = weight_in_panels(weight, panel)
     x = self._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
@@ -242,11 +244,11 @@ class ConvMixin:
     if groups == 1 and (r := renderer_of(weight.device)) is not None and conv_output_channels_last(r, cout, cin * prod(hw)):
       # a short reduce: the output stored channels-last (bs, *out, cout) and its value a permuted view (conv_forward.py)
       x, w = x.permute(0, 1, *range(3, 3 + len(hw)), 2, *range(3 + len(hw), x.ndim)), weight.reshape(1, 1, *[1] * len(hw), cout, cin, *hw)
-      out = (x * w).sum([-1 - i for i in range(1 + len(hw))], dtype=dtype).reshape(bs, *oyx, cout)
+      out = (x * w).sum([-1 - i for i in range(1 + len(hw))], dtype=dtype).cast(out_dt).reshape(bs, *oyx, cout)
       return out.permute(0, len(hw) + 1, *range(1, len(hw) + 1))
     x = x.reshape(bs, groups, rcout // p, p, *x.shape[3:])
     w = weight.reshape(1, groups, rcout // p, p, *[1] * len(oyx), cin, *hw)
-    return (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).reshape(bs, cout, *oyx)
+    return (x * w).sum([-1 - i for i in range(1 + len(hw))], keepdim=True, dtype=dtype).cast(out_dt).reshape(bs, cout, *oyx)
   def _windowed(self, hw: tuple[int, ...], groups: int, stride: tuple[int, ...], dilation: tuple[int, ...],
                 pads: tuple[tuple[int, int], ...], rcout: int) -> Tensor:
     """The padded input's windows as (bs, groups, rcout, *out, cin/groups, *kernel), expanded along rcout."""

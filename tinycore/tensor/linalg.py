@@ -46,7 +46,8 @@ class LinalgMixin:
 
   # *** linear algebra ***
   def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
-    """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims."""
+    """Matrix product as torch.matmul: 1-D and 2-D operands, with broadcasting over leading dims. 16-bit floats are
+    multiplied and summed in float32 (`dtype` picks the accumulation and output dtype) and return their own dtype."""
     if not isinstance(w, type(self)): raise TypeError(f"matmul needs a Tensor, got {type(w).__name__}")
     if self.ndim == 0 or w.ndim == 0: raise ShapeError(f"matmul needs tensors with at least 1 dim, got {self.shape} and {w.shape}")
     k_self, k_w = self.shape[-1], w.shape[-min(w.ndim, 2)]
@@ -64,21 +65,23 @@ class LinalgMixin:
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     out_dt = least_upper_dtype(x.dtype, w.dtype)
+    x, w = x._product_operands(w, dtype)
     return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
   def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
     """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce (w zero-padded
     to whole panels, and the product's padded columns cut off, where p does not divide n; self's rows likewise where the
     register tile's rows do not divide them, `matmul_rows`)."""
     (k, n), lead, npad = w.shape, self.shape[:-1], -(-w.shape[1] // p) * p
+    out_dt, (x, w) = to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype), self._product_operands(w, dtype)
     m = prod(lead)
     mp = matmul_rows(r, m, npad) if isinstance(m, int) and (r := renderer_of(w.device)) is not None else m
     if npad != n: w = w.pad(((0, 0), (0, npad - n)))
     wp = w.reshape(k, npad // p, p).permute(1, 0, 2).contiguous().permute(0, 2, 1)  # (n/p, p, k), k contiguous within a panel
-    x = self.reshape(m, k).pad(((0, mp - m), (0, 0))).reshape(mp, 1, 1, k) if mp != m else self.reshape(*lead, 1, 1, k)
+    x = x.reshape(m, k).pad(((0, mp - m), (0, 0))).reshape(mp, 1, 1, k) if mp != m else x.reshape(*lead, 1, 1, k)
     out = (x * wp).sum(-1, dtype=dtype).reshape(*(lead if mp == m else (mp,)), npad)
     if mp != m: out = out.contiguous()[:m, :n].reshape(*lead, n)
     elif npad != n: out = out.contiguous()[..., :n]
-    return out.cast(to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype))
+    return out.cast(out_dt)
   def matmul(self, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (x @ self with reverse)."""
     if not isinstance(x, type(self)): x = type(self)(x, device=self.device)
