@@ -7,7 +7,7 @@ Threads: a kernel the renderer cut into chunks (see renderer.py) runs them on TH
 releases the GIL for the call, so the chunks run in parallel; the threads take chunks from a shared counter, so one
 that the OS does not schedule delays nothing."""
 from __future__ import annotations
-import ctypes, functools, itertools, os, threading, time
+import ctypes, ctypes.util, functools, itertools, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -69,6 +69,20 @@ class LLVMCompiler(Compiler):
     if DEBUG >= 5: print(target_machine().emit_assembly(self.optimized(src)))
     return super().compile_cached(src)
 
+# the half-precision conversions LLVM leaves to a runtime library where the CPU has no instruction for them (double to
+# half without AVX-512 FP16: `__truncdfhf2`; a CPU without F16C: all of them); compiler-rt's names, which GCC's libgcc_s
+# exports too (GCC 12 on), and its older names
+HALF_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2", "__gnu_f2h_ieee", "__gnu_h2f_ieee")
+
+@functools.cache
+def runtime_helpers() -> dict[str, int]:
+  """The addresses of HALF_HELPERS that the C runtime's support library has (none where it is not found): the process
+  itself does not load libgcc_s, so LLJIT's lookup in the process missed them (a float64 -> float16 cast failed to link)."""
+  name = ctypes.util.find_library("gcc_s")
+  try: lib = ctypes.CDLL(name) if name else None
+  except OSError: lib = None
+  return {h: ctypes.cast(getattr(lib, h), ctypes.c_void_p).value for h in HALF_HELPERS if lib is not None and hasattr(lib, h)}
+
 _jit: Any = None
 _jit_lock, _libs = threading.Lock(), itertools.count()
 def link(lib: bytes, symbols: Sequence[str]) -> tuple[Any, list[int]]:
@@ -78,6 +92,7 @@ def link(lib: bytes, symbols: Sequence[str]) -> tuple[Any, list[int]]:
   with _jit_lock:
     if _jit is None: _jit = llvm.create_lljit_compiler(target_machine())
     b = llvm.JITLibraryBuilder().add_object_img(lib).add_current_process()
+    for h, addr in runtime_helpers().items(): b.import_symbol(h, addr)
     for s in symbols: b.export_symbol(s)
     rt = b.link(_jit, f"kernel{next(_libs)}")
     return rt, [rt[s] for s in symbols]
