@@ -432,8 +432,8 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
     if not all(e in inside for e in early): return _schedule_with_vars(outs + early, False, deferred)
     # values of this graph only (the common case): the graph and its description stay; only the outputs grow
     outs, key = outs + early, (key[0], key[1], key[2] + tuple((0, graph.index(e)) for e in early))
-  cached = None if GRAPH.value or DEBUG.value >= 5 else _sched_cache.get(key)
-  if cached is None and not (GRAPH.value or DEBUG.value >= 5): cached = _from_disk(key, len(graph) + len(leaves))
+  cached = None
+  if not (GRAPH.value or DEBUG.value >= 5) and (cached := _sched_cache.get(key)) is None: cached = _from_disk(key, len(graph) + len(leaves))
   if type(cached) is _OwnValues:
     for i in cached: _own_value(graph[i])
     return _schedule_with_vars(outs, False, deferred)
@@ -445,7 +445,7 @@ def _schedule_with_vars(outs: list[LazyBuffer], check_readers: bool,
   except _AssignCycle as c:
     if not (fixed := [a for a in c.assigns if _own_value(a)]):  # (each one given its own value: what a hit replays)
       raise RuntimeError("cycle in the schedule: kernels wait on each other (an assign reads its own target through another view?)") from None
-    _sched_cache[key] = own = _OwnValues(graph.index(a) for a in fixed)  # the next graph of this structure is fixed at once
+    own = _remember(key, _OwnValues(graph.index(a) for a in fixed))  # the next graph of this structure is fixed at once
     schedulestore.save(key, schedulestore.Stored(own=own))
     return _schedule_with_vars(outs, False)
   if GRAPH.value or DEBUG.value >= 5: return sched, var_vals

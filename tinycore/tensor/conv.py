@@ -11,7 +11,7 @@ from tinycore.codegen.heuristic import conv_weight_channels_last
 from tinycore.codegen.conv_forward import conv_weight_panel, conv_output_channels_last
 from tinycore.codegen.conv_backward import conv_input_channels_last, conv_weight_grad_images
 from tinycore.device import renderer_of
-from tinycore.dtype import DType, dtypes, least_upper_dtype, to_dtype, to_np_dtype
+from tinycore.dtype import DType, dtypes, to_np_dtype
 from tinycore.helpers import prod, make_tuple, ceildiv
 from tinycore.errors import ShapeError, ArgumentError
 from tinycore.tensor.autograd import by_rule
@@ -234,11 +234,10 @@ class ConvMixin:
             dtype: DType | str | None) -> Tensor:
     """conv2d's value: the input's windows times the weight, summed over input channels and the window."""
     (bs, cout, cin), hw = (self.shape[0], *weight.shape[:2]), weight.shape[2:]
-    out_dt = to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, weight.dtype)
-    self, weight = self._product_operands(weight, dtype)
+    src, weight, out_dt = self._product_operands(weight, dtype)
     panel = weight_panel(weight) if groups == 1 else 1
     if panel > 1: weight = weight_in_panels(weight, panel)
-    x = self._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
+    x = src._windowed(hw, groups, stride, dilation, pads, cout // groups)  # (bs, groups, cout/groups, *out, cin/groups, *k)
     # the output channels as (panels, channels of a panel): the weight's index is linear in both (one view)
     rcout, p, oyx = cout // groups, panel if panel < cout else 1, x.shape[3:3 + len(hw)]
     if groups == 1 and (r := renderer_of(weight.device)) is not None and conv_output_channels_last(r, cout, cin * prod(hw)):

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Sequence
 from tinycore import function as F
 from tinycore.codegen.matmul import matmul_grad_transposed, matmul_panel, matmul_rows
 from tinycore.device import renderer_of
-from tinycore.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
+from tinycore.dtype import DType, dtypes, least_upper_float
 from tinycore.errors import ShapeError
 from tinycore.helpers import prod
 from tinycore.tensor.args import _broadcast_shape
@@ -64,15 +64,14 @@ class LinalgMixin:
     n1 = min(self.ndim - 1, w.ndim - 1, 1)
     x = self.reshape(*self.shape[:-1], *[1] * n1, self.shape[-1])
     w = w.reshape(*w.shape[:-2], *[1] * n1, *w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
-    out_dt = least_upper_dtype(x.dtype, w.dtype)
-    x, w = x._product_operands(w, dtype)
-    return (x * w).sum(-1, dtype=dtype).cast(to_dtype(dtype) if dtype is not None else out_dt)
+    x, w, out_dt = x._product_operands(w, dtype)
+    return (x * w).sum(-1, dtype=dtype).cast(out_dt)
   def _dot_panels(self, w: Tensor, p: int, dtype: DType | str | None) -> Tensor:
     """self @ w with w (k, n) repacked first into (n/p, k, p): column panels contiguous along the reduce (w zero-padded
     to whole panels, and the product's padded columns cut off, where p does not divide n; self's rows likewise where the
     register tile's rows do not divide them, `matmul_rows`)."""
     (k, n), lead, npad = w.shape, self.shape[:-1], -(-w.shape[1] // p) * p
-    out_dt, (x, w) = to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype), self._product_operands(w, dtype)
+    x, w, out_dt = self._product_operands(w, dtype)
     m = prod(lead)
     mp = matmul_rows(r, m, npad) if isinstance(m, int) and (r := renderer_of(w.device)) is not None else m
     if npad != n: w = w.pad(((0, 0), (0, npad - n)))

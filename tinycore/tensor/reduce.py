@@ -34,14 +34,15 @@ class ReduceMixin:
     else: acc = to_dtype(dtype)
     out = self.cast(acc)._reduce(F.Sum, axis, keepdim)
     return out.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else out
-  def _product_operands(self, w: Tensor, dtype: DType | str | None) -> tuple[Tensor, Tensor]:
-    """self and w as the operands of a product that is summed (dot, conv): 16-bit floats multiplied in the float32 (or
-    wider float `dtype`) they are summed in. The product of two halves is exact in float32, and torch and numpy
-    accumulate it so; rounded to half before the sum, each term lost up to half an ulp (ONNX's fp16 causal conv and
-    causal attention: outputs 1-2 ulps off)."""
+  def _product_operands(self, w: Tensor, dtype: DType | str | None) -> tuple[Tensor, Tensor, DType]:
+    """self and w as the operands of a product that is summed (dot, conv), and the dtype of the result: `dtype`, else
+    the operands' common dtype. 16-bit floats are multiplied in the float32 (or wider float `dtype`) they are summed in:
+    the product of two halves is exact in float32, and torch and numpy accumulate it so; rounded to half before the
+    sum, each term lost up to half an ulp (ONNX's fp16 causal conv and causal attention: outputs 1-2 ulps off)."""
+    out = to_dtype(dtype) if dtype is not None else least_upper_dtype(self.dtype, w.dtype)
     acc = to_dtype(dtype) if dtype is not None else dtypes.float32
-    if not (dtypes.is_float(acc) and acc.itemsize >= 4 and {self.dtype, w.dtype} & {dtypes.float16, dtypes.bfloat16}): return self, w
-    return self.cast(least_upper_dtype(self.dtype, acc)), w.cast(least_upper_dtype(w.dtype, acc))
+    if not (dtypes.is_float(acc) and acc.itemsize >= 4 and {self.dtype, w.dtype} & {dtypes.float16, dtypes.bfloat16}): return self, w, out
+    return self.cast(least_upper_dtype(self.dtype, acc)), w.cast(least_upper_dtype(w.dtype, acc)), out
   def _check_nonempty(self, axis: Any, what: str) -> None:
     for a in self._axes(axis):
       if self.shape[a] == 0: raise ShapeError(f"{what} of an empty dim: dim {a} of shape {self.shape} has size 0")
